@@ -1,0 +1,1 @@
+"""Benchmarks: scale and cost runs with their baselines."""

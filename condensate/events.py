@@ -1,0 +1,373 @@
+"""Every kind of event a thread's log holds, as frozen, versioned pydantic models.
+
+The log is the truth; the view is folded from it. An event is never edited: a change of
+meaning bumps ``v`` and adds an upcaster from the old shape, and old rows are upcast on read.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+
+from condensate.errors import UnknownEventVersion
+
+Engine = Literal["api", "claude", "codex"]
+WindowKind = Literal["microcompact", "collapse", "summary", "drop"]
+Author = Literal["thread", "operator", "curator", "system"]
+AskMode = Literal["summary", "microcompact", "decline"]
+Answerer = Literal["thread", "operator", "runtime"]
+ToolCategory = Literal["reread", "action", "control"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: int = 1
+    at: AwareDatetime
+
+
+class ThreadCreated(_Event):
+    """A thread's identity: the first event of every log."""
+
+    kind: Literal["thread.created"] = "thread.created"
+    engine: Engine
+    model: str
+    cwd: str
+    persona: str = ""
+    tools: tuple[str, ...] = ()
+    permissions: str = "default"
+    head: bool = False
+    parent: str | None = None
+    baseline_tokens: int = 0
+    """System prompt, tool schemas and skills, as measured when the thread was set up."""
+
+
+class BaselineMeasured(_Event):
+    """The fixed part of every prompt was measured again (new tools, a new persona)."""
+
+    kind: Literal["baseline.measured"] = "baseline.measured"
+    tokens: int
+
+
+class TurnStarted(_Event):
+    kind: Literal["turn.started"] = "turn.started"
+    cause: Literal["human", "child", "resume", "queued"] = "human"
+
+
+class TurnEnded(_Event):
+    kind: Literal["turn.ended"] = "turn.ended"
+    outcome: Literal["completed", "stopped", "interrupted", "failed"]
+    reason: str = ""
+
+
+class UserMessage(_Event):
+    """Input in the user role. The first one in a thread is its brief."""
+
+    kind: Literal["message.user"] = "message.user"
+    text: str
+    author: Literal["human", "parent", "runtime"] = "human"
+    pinned: bool = False
+
+
+class ThinkingBlock(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    signature: str = ""
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class AssistantMessage(_Event):
+    """One model reply: text, thinking and a batch of tool calls that move together."""
+
+    kind: Literal["message.assistant"] = "message.assistant"
+    text: str = ""
+    thinking: tuple[ThinkingBlock, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    message_id: str | None = None
+
+
+class ToolResult(_Event):
+    kind: Literal["tool.result"] = "tool.result"
+    call_id: str
+    tool: str
+    argument: str = ""
+    """The argument a receipt names: a path, a pattern, a command."""
+    output: str
+    is_error: bool = False
+    category: ToolCategory | None = None
+    """Overrides the category the tool's name implies."""
+
+
+class ModelUsageV1(BaseModel):
+    """v1 stored OpenAI's shape, where input includes the cached part."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_tokens: int
+    cached_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ModelUsage(_Event):
+    """The provider's own count for one call. Appended before the reply it came with, so it
+    measures the view as it stood when this event was appended."""
+
+    kind: Literal["model.usage"] = "model.usage"
+    v: int = 2
+    input: int
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    model: str = ""
+    message_id: str | None = None
+
+    @property
+    def prompt(self) -> int:
+        return self.input + self.cache_read + self.cache_write
+
+
+class ModelRefused(_Event):
+    """The provider refused a prompt as too long for its window."""
+
+    kind: Literal["model.refused"] = "model.refused"
+    message: str
+    tokens: int | None = None
+    limit: int | None = None
+
+
+class WindowTrigger(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    used: int
+    line: int
+    ceiling: int
+    window: int
+    freed: int
+    reason: str
+
+
+class Window(_Event):
+    """One context reduction. ``cleared`` names results that became receipts; a summary or a
+    drop replaces everything before ``keep_from`` except the brief and pins."""
+
+    kind: Literal["window"] = "window"
+    window_kind: WindowKind
+    cut: int
+    """The last seq the planner saw when it planned this window."""
+    cleared: tuple[int, ...] = ()
+    keep_from: int | None = None
+    summary: str | None = None
+    author: Author | None = None
+    forced: bool = False
+    trigger: WindowTrigger
+    request: int | None = None
+    """The seq of the compaction request this window carries out."""
+    ask: str | None = None
+
+
+class AskOpened(_Event):
+    kind: Literal["ask.opened"] = "ask.opened"
+    ask_id: str
+    deadline: AwareDatetime
+    used: int
+    line: int
+    seat: str | None = None
+
+
+class AskAnswered(_Event):
+    kind: Literal["ask.answered"] = "ask.answered"
+    ask_id: str
+    mode: AskMode
+    by: Answerer
+    summary: str | None = None
+    keep_from: int | None = None
+    reason: str = ""
+    seat: str | None = None
+
+
+class CompactionRequested(_Event):
+    """A compaction queued with nothing pending; taken at the next tool boundary or turn."""
+
+    kind: Literal["compaction.requested"] = "compaction.requested"
+    mode: Literal["summary", "microcompact"]
+    by: Literal["thread", "operator"]
+    summary: str | None = None
+    keep_from: int | None = None
+    reason: str = ""
+    seat: str | None = None
+
+
+class ChildSpawned(_Event):
+    kind: Literal["child.spawned"] = "child.spawned"
+    child_id: str
+    brief: str
+    call_id: str | None = None
+
+
+class ChildJoined(_Event):
+    kind: Literal["child.joined"] = "child.joined"
+    child_id: str
+    result: str
+    call_id: str | None = None
+
+
+class EngineNotice(_Event):
+    """Something an engine did that the log should show: a session started, forked or
+    resumed, a CLI crashed, an engine compacted on its own."""
+
+    kind: Literal["engine.notice"] = "engine.notice"
+    engine: Engine
+    notice: str
+    detail: str = ""
+    seat: str | None = None
+    session_id: str | None = None
+    previous_session_id: str | None = None
+
+
+class SystemLine(_Event):
+    """A line the runtime writes for people and for the model: a pause, a stop, a drop."""
+
+    kind: Literal["system.line"] = "system.line"
+    code: str
+    text: str
+
+
+class SnapshotTaken(_Event):
+    """Projector state up to ``upto`` was saved; the state itself lives beside the log."""
+
+    kind: Literal["snapshot.taken"] = "snapshot.taken"
+    upto: int
+
+
+Event = Annotated[
+    ThreadCreated
+    | BaselineMeasured
+    | TurnStarted
+    | TurnEnded
+    | UserMessage
+    | AssistantMessage
+    | ToolResult
+    | ModelUsage
+    | ModelRefused
+    | Window
+    | AskOpened
+    | AskAnswered
+    | CompactionRequested
+    | ChildSpawned
+    | ChildJoined
+    | EngineNotice
+    | SystemLine
+    | SnapshotTaken,
+    Field(discriminator="kind"),
+]
+EVENT: TypeAdapter[Event] = TypeAdapter(Event)
+
+EVENT_TYPES: dict[str, type[_Event]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in (
+        ThreadCreated,
+        BaselineMeasured,
+        TurnStarted,
+        TurnEnded,
+        UserMessage,
+        AssistantMessage,
+        ToolResult,
+        ModelUsage,
+        ModelRefused,
+        Window,
+        AskOpened,
+        AskAnswered,
+        CompactionRequested,
+        ChildSpawned,
+        ChildJoined,
+        EngineNotice,
+        SystemLine,
+        SnapshotTaken,
+    )
+}
+"""Each kind with its current class; the current version is the class's default ``v``."""
+
+
+def current_version(kind: str) -> int:
+    default = EVENT_TYPES[kind].model_fields["v"].default
+    assert isinstance(default, int)
+    return default
+
+
+def _usage_v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
+    old = ModelUsageV1.model_validate(
+        {k: raw.pop(k) for k in ("input_tokens", "cached_tokens", "output_tokens") if k in raw}
+    )
+    return {
+        **raw,
+        "v": 2,
+        "input": old.input_tokens - old.cached_tokens,
+        "cache_read": old.cached_tokens,
+        "cache_write": 0,
+        "output": old.output_tokens,
+    }
+
+
+UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    ("model.usage", 1): _usage_v1_to_v2,
+}
+"""(kind, v) -> a function from that version's dict to the next version's dict."""
+
+
+def upcast(raw: dict[str, Any]) -> dict[str, Any]:
+    """Bring a stored dict up to its kind's current version."""
+    kind = raw.get("kind")
+    if kind not in EVENT_TYPES:
+        msg = f"Unknown event kind {kind!r}; this Condensate is older than the log."
+        raise UnknownEventVersion(msg)
+    target = current_version(kind)
+    version = int(raw.get("v", 1))
+    while version < target:
+        step = UPCASTERS.get((kind, version))
+        if step is None:
+            msg = f"No upcaster from {kind} v{version} to v{version + 1}."
+            raise UnknownEventVersion(msg)
+        raw = step(dict(raw))
+        version = int(raw["v"])
+    if version > target:
+        msg = f"{kind} v{version} is newer than this Condensate knows (v{target})."
+        raise UnknownEventVersion(msg)
+    return raw
+
+
+def decode(raw: dict[str, Any]) -> Event:
+    """A stored dict, of any known version, as the current event model."""
+    return EVENT.validate_python(upcast(raw))
+
+
+def encode(event: Event) -> str:
+    return event.model_dump_json()
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """An event as the log holds it: its place in the thread and its token count, computed
+    once at append."""
+
+    thread_id: str
+    seq: int
+    event: Event
+    tokens: int
+
+
+def now_utc() -> datetime:
+    """The wall clock as an event's ``at``; the edges call it, the planner takes ``now``."""
+    return datetime.now(UTC)

@@ -1,0 +1,74 @@
+"""The meter: the next prompt's size, anchored on the provider's own count. Pure.
+
+used = the provider's last count (input + cache read + cache write) + what the view gained
+locally since that count (appended less freed). Before any count it is the baseline plus the
+whole view, estimated locally. A refusal's own number, when higher, wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from condensate import ceilings
+from condensate.ceilings import CeilingSettings
+from condensate.projector import Projection
+
+
+@dataclass(frozen=True)
+class ModelWindow:
+    tokens: int
+    resolved: bool
+    """False when the window is a fallback guess, not the model's known size."""
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """How full the next prompt is.
+
+    ``used`` against ``line`` decides a window; ``fraction`` is ``used / line``.
+    """
+
+    used: int
+    window: int
+    ceiling: int
+    line: int
+    fraction: float
+    anchored: bool
+    resolved: bool
+    hard_limit: int
+    helpless: bool
+    """The baseline leaves windows nothing to win."""
+
+
+def next_prompt(view: Projection) -> tuple[int, bool]:
+    """The next prompt's estimated size and whether it stands on a provider count."""
+    if view.anchor is None:
+        used = view.baseline_tokens + view.view_tokens
+        anchored = False
+    else:
+        used = view.anchor.count + view.view_tokens - view.anchor.view_tokens
+        anchored = True
+    if view.refusal:
+        used = max(used, view.refusal)
+    return max(used, 0), anchored
+
+
+def measure(view: Projection, window: ModelWindow, settings: CeilingSettings) -> ContextUsage:
+    used, anchored = next_prompt(view)
+    base = ceilings.working_ceiling(view.engine, window.tokens, settings)
+    fitted = ceilings.fit_baseline(base, view.baseline_tokens, window.tokens)
+    if view.head:
+        line = ceilings.head_line(window.tokens, settings)
+    else:
+        line = ceilings.ordinary_line(fitted.ceiling, settings)
+    return ContextUsage(
+        used=used,
+        window=window.tokens,
+        ceiling=fitted.ceiling,
+        line=line,
+        fraction=used / line if line > 0 else 1.0,
+        anchored=anchored,
+        resolved=window.resolved,
+        hard_limit=ceilings.hard_limit(window.tokens, settings),
+        helpless=fitted.helpless,
+    )

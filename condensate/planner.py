@@ -1,0 +1,357 @@
+"""The windowing planner: one pure function from (view, usage, settings, clock) to a decision.
+
+It runs before every model call. Below the line it says ``Proceed``. Above it, it takes the
+ladder (microcompact, collapse, summary: a cheap tier that frees under 10 % or leaves the prompt
+over the line hands on; a tier that ran since the last summary is not repeated), unless a
+hold-back applies (an unjoined child, a thrash pause, a baseline windows cannot help, an open
+ask). A forced window (a refusal, or a prompt at the model's hard limit) clears the largest
+kept results first and cuts through every hold-back. When nothing can cut, the turn stops with
+a reason. Pure: no I/O, no awaits; the clock comes in as ``now``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Literal
+
+from condensate import tiers
+from condensate.events import Author, Window, WindowKind, WindowTrigger
+from condensate.meter import ContextUsage
+from condensate.projector import CANNOT_HELP_CODE, PAUSE_CODE, Projection
+from condensate.tiers import TierSettings
+
+CHEAP_SHARE = 0.10
+"""A cheap tier must free at least this share of the context to be worth its cache miss."""
+
+
+@dataclass(frozen=True)
+class PlannerSettings:
+    tiers: TierSettings = field(default_factory=TierSettings)
+    thrash_turns: int = 3
+    thrash_windows: int = 3
+    thrash_summaries: int = 3
+    thrash_period: timedelta = timedelta(minutes=10)
+    deadline_override: timedelta | None = None
+    """``CONDENSATE_WINDOW_DEADLINE_MS``; else 180 s plus 10 s per 10,000 tokens in use."""
+
+
+def deadline(used: int, override: timedelta | None = None) -> timedelta:
+    """How long a summary (or an answer to an ask) may take."""
+    if override is not None:
+        return override
+    return timedelta(seconds=180 + 10 * math.ceil(used / 10_000))
+
+
+@dataclass(frozen=True)
+class Proceed:
+    """Send the view as it is."""
+
+    usage: ContextUsage
+
+
+@dataclass(frozen=True)
+class HoldBack:
+    """A window is due but would cost more than it saves; send the view uncut."""
+
+    usage: ContextUsage
+    why: Literal["child", "paused", "cannot-help", "ask-pending"]
+    detail: str
+    line: tuple[str, str] | None = None
+    """(code, text) of a system line the runtime writes, once a turn."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Take a window. A summary without ``summary`` text goes to the curator first."""
+
+    usage: ContextUsage
+    kind: WindowKind
+    reason: str
+    freed: int
+    cleared: tuple[int, ...] = ()
+    keep_from: int | None = None
+    forced: bool = False
+    summary: str | None = None
+    author: Author | None = None
+    request: int | None = None
+    ask: str | None = None
+    held_back: bool = False
+    """Cut only above an unjoined child's spawn; the prompt may stay over the line."""
+
+    @property
+    def needs_curator(self) -> bool:
+        return self.kind == "summary" and self.summary is None
+
+    def window(
+        self, cut: int, at: datetime, summary: str | None = None, author: Author | None = None
+    ) -> Window:
+        """The event that records this cut, once any summary is written."""
+        text = summary if summary is not None else self.summary
+        return Window(
+            at=at,
+            window_kind=self.kind,
+            cut=cut,
+            cleared=self.cleared,
+            keep_from=self.keep_from,
+            summary=text,
+            author=author or self.author or ("system" if self.kind == "drop" else None),
+            forced=self.forced,
+            trigger=WindowTrigger(
+                used=self.usage.used,
+                line=self.usage.line,
+                ceiling=self.usage.ceiling,
+                window=self.usage.window,
+                freed=self.freed,
+                reason=self.reason,
+            ),
+            request=self.request,
+            ask=self.ask,
+        )
+
+    def as_drop(self) -> Cut:
+        """The curator missed a forced summary: drop the same range without one."""
+        return Cut(
+            self.usage,
+            "drop",
+            f"{self.reason}; the curator missed its deadline",
+            self.freed,
+            self.cleared,
+            self.keep_from,
+            forced=True,
+            author="system",
+            request=self.request,
+            ask=self.ask,
+        )
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Ask a head (on Claude Code or Codex) to compact; wait until ``deadline``."""
+
+    usage: ContextUsage
+    deadline: datetime
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Nothing can cut and the prompt would still be over: stop the turn."""
+
+    usage: ContextUsage
+    reason: str
+
+
+Decision = Proceed | HoldBack | Cut | Ask | Stop
+
+
+def plan(
+    view: Projection, usage: ContextUsage, settings: PlannerSettings, now: datetime
+) -> Decision:
+    """Decide what to do before the next model call."""
+    if view.requested is not None:
+        return _requested(view, usage, settings)
+    if view.refusal is not None:
+        return _forced(view, usage, settings)
+    if usage.used <= usage.line:
+        return Proceed(usage)
+    if usage.helpless:
+        # Report rather than cut; a refusal from the provider still forces a window.
+        return _hold(view, usage, "cannot-help", CANNOT_HELP_CODE, _cannot_help_text(view, usage))
+    if usage.used > usage.hard_limit:
+        return _forced(view, usage, settings)
+    if view.head and view.engine in ("claude", "codex"):
+        return _head_ask(view, usage, settings, now)
+    pause = _thrash(view, usage, settings, now)
+    if pause is not None:
+        return _hold(view, usage, "paused", PAUSE_CODE, pause)
+    return _ladder(view, usage, settings)
+
+
+def _ladder(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Decision:
+    protect = view.protect_from
+    ran = set(view.tiers_since_summary)
+    cheap: list[Literal["microcompact", "collapse"]] = []
+    if not ran & {"microcompact", "collapse"}:
+        cheap.append("microcompact")
+    if "collapse" not in ran:
+        cheap.append("collapse")
+    over = usage.used - usage.line
+    best: Cut | None = None
+    for tier in cheap:
+        clearing = tiers.cheap_clearing(view, tier, settings.tiers, protect)
+        worth = clearing.freed >= CHEAP_SHARE * usage.used
+        if worth and clearing.freed >= over:
+            return Cut(usage, tier, f"{tier}: over the line", clearing.freed, clearing.cleared)
+        if worth and best is None:
+            best = Cut(
+                usage,
+                tier,
+                f"{tier}: above an unjoined child",
+                clearing.freed,
+                clearing.cleared,
+                held_back=True,
+            )
+    summary = _summary(view, usage, settings, protect, forced=False)
+    if isinstance(summary, Cut) and (protect is None or summary.freed >= over):
+        return summary
+    if protect is not None:
+        if isinstance(summary, Cut) and summary.freed >= CHEAP_SHARE * usage.used:
+            return replace(summary, held_back=True)
+        if best is not None:
+            return best
+        return HoldBack(usage, "child", "an unjoined child's spawn keeps the rest verbatim")
+    return summary if isinstance(summary, Stop) else Stop(usage, "no tier can cut")
+
+
+def _summary(
+    view: Projection,
+    usage: ContextUsage,
+    settings: PlannerSettings,
+    protect: int | None,
+    *,
+    forced: bool,
+    reason: str = "summary: over the line",
+) -> Cut | Stop:
+    budget = settings.tiers.summary_budget
+    fixed = usage.used - view.view_tokens
+    room = usage.line - fixed - budget
+    tail_budget = min(int(usage.line * settings.tiers.keep_tail_share), room)
+    cut = tiers.summary_cut(view, max(tail_budget, 0), settings.tiers, protect)
+    if cut is None:
+        return Stop(usage, "nothing before the kept range can be summarized")
+    after = fixed + cut.after + budget
+    if after > usage.line and protect is None:
+        return Stop(
+            usage,
+            f"even a summary leaves {after} tokens over the line of {usage.line}: the "
+            "baseline, the brief, pins and the latest exchange are too large",
+        )
+    return Cut(usage, "summary", reason, usage.used - after, keep_from=cut.keep_from, forced=forced)
+
+
+def _forced(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Decision:
+    why = "the provider refused the prompt" if view.refusal is not None else "at the hard limit"
+    need = usage.used - usage.line
+    if need <= 0:
+        # Refused below our own line: the provider's window is smaller than we believe.
+        need = usage.used // 4
+    clearing = tiers.largest_clearing(view, need)
+    if clearing.cleared and clearing.freed >= need:
+        return Cut(
+            usage, "collapse", f"forced: {why}", clearing.freed, clearing.cleared, forced=True
+        )
+    return _summary(view, usage, settings, None, forced=True, reason=f"forced: {why}")
+
+
+def _requested(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Decision:
+    request = view.requested
+    assert request is not None
+    if request.mode == "microcompact":
+        clearing = tiers.cheap_clearing(view, "microcompact", settings.tiers, None)
+        return Cut(
+            usage,
+            "microcompact",
+            f"requested by the {request.by}",
+            clearing.freed,
+            clearing.cleared,
+            request=request.seq,
+            ask=request.ask_id,
+        )
+    keep_from = _snap(view, request.keep_from)
+    if keep_from is None:
+        chosen = _summary(view, usage, settings, None, forced=False)
+        if isinstance(chosen, Stop):
+            return chosen
+        keep_from = chosen.keep_from
+    author: Author | None = None
+    if request.summary is not None:
+        author = "thread" if request.by == "thread" else "operator"
+    return Cut(
+        usage,
+        "summary",
+        f"requested by the {request.by}",
+        0,
+        keep_from=keep_from,
+        summary=request.summary,
+        author=author,
+        request=request.seq,
+        ask=request.ask_id,
+    )
+
+
+def _snap(view: Projection, keep_from: int | None) -> int | None:
+    """A requested kept range starts at the last safe boundary at or before it."""
+    if keep_from is None:
+        return None
+    boundaries = [view.entries[b].seq for b in tiers.safe_boundaries(view)]
+    earlier = [seq for seq in boundaries if seq <= keep_from]
+    return earlier[-1] if earlier else None
+
+
+def _head_ask(
+    view: Projection, usage: ContextUsage, settings: PlannerSettings, now: datetime
+) -> Decision:
+    if view.ask is not None:
+        if now >= view.ask.deadline:
+            chosen = _summary(
+                view,
+                usage,
+                settings,
+                None,
+                forced=False,
+                reason="nobody answered the ask before its deadline",
+            )
+            if isinstance(chosen, Cut):
+                return replace(chosen, ask=view.ask.ask_id)
+            return chosen
+        return HoldBack(usage, "ask-pending", f"waiting for an answer to ask {view.ask.ask_id}")
+    if view.declined_turn == view.turn:
+        return HoldBack(usage, "ask-pending", "the head declined to compact this turn")
+    return Ask(usage, now + deadline(usage.used, settings.deadline_override))
+
+
+def _thrash(
+    view: Projection, usage: ContextUsage, settings: PlannerSettings, now: datetime
+) -> str | None:
+    recent = [w for w in view.windows if w.turn > view.turn - settings.thrash_turns]
+    if len(recent) >= settings.thrash_windows:
+        return f"{len(recent)} windows within {settings.thrash_turns} turns"
+    summaries = [
+        w for w in view.windows if w.kind == "summary" and now - w.at < settings.thrash_period
+    ]
+    if len(summaries) >= settings.thrash_summaries:
+        minutes = int(settings.thrash_period.total_seconds() // 60)
+        return f"{len(summaries)} summaries within {minutes} minutes"
+    last = view.windows[-1] if view.windows else None
+    if (
+        last is not None
+        and last.kind == "summary"
+        and last.turn == view.turn
+        and last.freed < CHEAP_SHARE * last.used
+    ):
+        return f"the last summary freed only {last.freed} of {last.used} tokens"
+    return None
+
+
+def _hold(
+    view: Projection,
+    usage: ContextUsage,
+    why: Literal["paused", "cannot-help"],
+    code: str,
+    detail: str,
+) -> HoldBack:
+    text = (
+        f"Windowing paused: {detail}. The prompt stays uncut at {usage.used} tokens."
+        if why == "paused"
+        else detail
+    )
+    line = None if view.lines_written.get(code) == view.turn else (code, text)
+    return HoldBack(usage, why, detail, line)
+
+
+def _cannot_help_text(view: Projection, usage: ContextUsage) -> str:
+    return (
+        f"Windows cannot help: the fixed baseline of {view.baseline_tokens} tokens leaves under "
+        f"a quarter of the ceiling ({usage.ceiling}) free even raised to the model's window."
+    )

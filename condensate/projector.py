@@ -1,0 +1,374 @@
+"""The projector: an incremental fold from a thread's events to its view and planning state.
+
+``Projection.apply`` takes one stored event at a time and is O(1) for ordinary events; a
+summary window rebuilds the entry list once. The state round-trips through JSON so that a
+snapshot plus a replay of what followed equals a full replay. Pure: no I/O, no awaits.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from condensate import tiers
+from condensate.events import (
+    AskAnswered,
+    AskOpened,
+    AssistantMessage,
+    BaselineMeasured,
+    ChildJoined,
+    ChildSpawned,
+    CompactionRequested,
+    Engine,
+    Event,
+    ModelRefused,
+    ModelUsage,
+    Stored,
+    SystemLine,
+    ThreadCreated,
+    ToolResult,
+    TurnStarted,
+    UserMessage,
+    Window,
+    decode,
+)
+from condensate.tokens import estimate
+
+Role = Literal["user", "assistant", "tool", "summary", "notice"]
+
+DROP_NOTICE = (
+    "[Condensate dropped the earlier part of this conversation without a summary: the prompt "
+    "reached the model's hard limit and no summary could be written in time. Before relying "
+    "on anything from before this point, reread the brief above, the latest steer, and any "
+    "file you need.]"
+)
+PAUSE_CODE = "window-paused"
+CANNOT_HELP_CODE = "windows-cannot-help"
+
+
+@dataclass(slots=True)
+class Entry:
+    """One item of the model-facing history. A cleared tool result keeps only its receipt."""
+
+    seq: int
+    role: Role
+    tokens: int
+    full_tokens: int
+    event: Event | None
+    batch: int = 0
+    """For a tool result, the seq of the assistant message that made the call."""
+    receipt: str | None = None
+    category: tiers.Category | None = None
+
+
+@dataclass(slots=True)
+class Anchor:
+    """The provider's count of the last prompt, and the local size of the view it measured."""
+
+    seq: int
+    count: int
+    view_tokens: int
+
+
+@dataclass(slots=True)
+class WindowRecord:
+    seq: int
+    turn: int
+    at: datetime
+    kind: str
+    forced: bool
+    used: int
+    freed: int
+
+
+@dataclass(slots=True)
+class Requested:
+    """A compaction the thread or an operator asked for (queued, or an answer to an ask)."""
+
+    seq: int
+    mode: Literal["summary", "microcompact"]
+    by: Literal["thread", "operator"]
+    summary: str | None
+    keep_from: int | None
+    ask_id: str | None
+
+
+@dataclass(slots=True)
+class Projection:
+    """The folded state of one thread: its view and everything the planner reads."""
+
+    thread_id: str = ""
+    engine: Engine = "api"
+    model: str = ""
+    head: bool = False
+    baseline_tokens: int = 0
+    entries: list[Entry] = field(default_factory=list)
+    view_tokens: int = 0
+    brief_seq: int | None = None
+    last_seq: int = 0
+    anchor: Anchor | None = None
+    refusal: int | None = None
+    """Tokens of a refusal since the last count (0 when the provider gave no number)."""
+    turn: int = 0
+    windows: list[WindowRecord] = field(default_factory=list)
+    tiers_since_summary: list[str] = field(default_factory=list)
+    unjoined: dict[str, int] = field(default_factory=dict)
+    """Child id -> the seq from which the view must stay verbatim until it is joined."""
+    ask: AskOpened | None = None
+    declined_turn: int | None = None
+    requested: Requested | None = None
+    lines_written: dict[str, int] = field(default_factory=dict)
+    """System line code -> the turn it was last written in."""
+    _index: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
+    _calls: dict[str, int] = field(default_factory=dict, repr=False)
+
+    # -- folding -------------------------------------------------------------------------
+
+    def apply(self, stored: Stored) -> None:
+        """Fold one event in. Events must arrive in seq order."""
+        if stored.seq <= self.last_seq:
+            msg = f"Event seq {stored.seq} arrived after seq {self.last_seq}."
+            raise ValueError(msg)
+        self.thread_id = stored.thread_id
+        self.last_seq = stored.seq
+        self._fold(stored.seq, stored.event, stored.tokens)
+
+    def apply_all(self, events: list[Stored]) -> Projection:
+        for stored in events:
+            self.apply(stored)
+        return self
+
+    def _fold(self, seq: int, event: Event, tokens: int) -> None:
+        match event:
+            case ThreadCreated():
+                self.engine, self.model, self.head = event.engine, event.model, event.head
+                self.baseline_tokens = event.baseline_tokens
+            case BaselineMeasured(tokens=measured):
+                self.baseline_tokens = measured
+            case TurnStarted():
+                self.turn += 1
+            case UserMessage():
+                if self.brief_seq is None:
+                    self.brief_seq = seq
+                self._push(Entry(seq, "user", tokens, tokens, event))
+            case AssistantMessage():
+                for call in event.tool_calls:
+                    self._calls[call.id] = seq
+                self._push(Entry(seq, "assistant", tokens, tokens, event, batch=seq))
+            case ToolResult():
+                batch = self._calls.pop(event.call_id, seq)
+                category = event.category or tiers.categorize(event.tool)
+                self._push(Entry(seq, "tool", tokens, tokens, event, batch, None, category))
+            case ModelUsage():
+                self.anchor = Anchor(seq, event.prompt, self.view_tokens)
+                self.refusal = None
+            case ModelRefused():
+                self.refusal = event.tokens or 0
+            case Window():
+                self._window(seq, event, tokens)
+            case AskOpened():
+                self.ask = event
+            case AskAnswered():
+                if self.ask is not None and self.ask.ask_id == event.ask_id:
+                    self.ask = None
+                if event.mode == "decline":
+                    self.declined_turn = self.turn
+                elif event.by != "runtime":
+                    self.requested = Requested(
+                        seq,
+                        event.mode,
+                        "operator" if event.by == "operator" else "thread",
+                        event.summary,
+                        event.keep_from,
+                        event.ask_id,
+                    )
+            case CompactionRequested():
+                self.requested = Requested(
+                    seq, event.mode, event.by, event.summary, event.keep_from, None
+                )
+            case ChildSpawned():
+                self.unjoined[event.child_id] = self._batch_of(event.call_id, seq)
+            case ChildJoined():
+                self.unjoined.pop(event.child_id, None)
+            case SystemLine(code=code):
+                self.lines_written[code] = self.turn
+            case _:
+                pass
+
+    def _batch_of(self, call_id: str | None, default: int) -> int:
+        """The seq of the assistant message that made ``call_id`` (a recent call: searched
+        from the end)."""
+        if call_id is None:
+            return default
+        if call_id in self._calls:
+            return self._calls[call_id]
+        for entry in reversed(self.entries):
+            if isinstance(entry.event, AssistantMessage) and any(
+                c.id == call_id for c in entry.event.tool_calls
+            ):
+                return entry.seq
+        return default
+
+    def _push(self, entry: Entry) -> None:
+        self._index[entry.seq] = len(self.entries)
+        self.entries.append(entry)
+        self.view_tokens += entry.tokens
+
+    def _window(self, seq: int, window: Window, tokens: int) -> None:
+        before = self.view_tokens
+        for cleared in window.cleared:
+            self._clear(cleared)
+        if window.window_kind in ("summary", "drop"):
+            self._replace_prefix(seq, window, tokens)
+        if window.request is not None and self.requested and self.requested.seq == window.request:
+            self.requested = None
+        if window.ask is not None and self.ask is not None and self.ask.ask_id == window.ask:
+            self.ask = None
+        if window.window_kind in ("summary", "drop"):
+            self.tiers_since_summary = []
+        elif window.window_kind not in self.tiers_since_summary:
+            self.tiers_since_summary.append(window.window_kind)
+        self.refusal = None
+        self.windows.append(
+            WindowRecord(
+                seq,
+                self.turn,
+                window.at,
+                window.window_kind,
+                window.forced,
+                window.trigger.used,
+                before - self.view_tokens,
+            )
+        )
+        del self.windows[:-10]
+
+    def _clear(self, seq: int) -> None:
+        position = self._index.get(seq)
+        if position is None:
+            return
+        entry = self.entries[position]
+        if entry.role != "tool" or entry.receipt is not None or entry.event is None:
+            return
+        assert isinstance(entry.event, ToolResult)
+        receipt = tiers.receipt(entry.event, entry.seq, entry.full_tokens)
+        entry.receipt = receipt
+        entry.event = None
+        self.view_tokens -= entry.tokens
+        entry.tokens = estimate(receipt)
+        self.view_tokens += entry.tokens
+
+    def _replace_prefix(self, seq: int, window: Window, tokens: int) -> None:
+        """Everything before ``keep_from`` goes, but the brief and pins; the summary (or the
+        drop notice) stands between them and the kept range."""
+        cut = len(self.entries)
+        if window.keep_from is not None and window.keep_from in self._index:
+            cut = self._index[window.keep_from]
+        kept_head = [e for e in self.entries[:cut] if self._survives(e)]
+        if window.window_kind == "summary":
+            marker = Entry(seq, "summary", tokens, tokens, window)
+        else:
+            notice = estimate(DROP_NOTICE)
+            marker = Entry(seq, "notice", notice, notice, window)
+        self.entries = [*kept_head, marker, *self.entries[cut:]]
+        self._index = {e.seq: i for i, e in enumerate(self.entries)}
+        self.view_tokens = sum(e.tokens for e in self.entries)
+        live = {e.batch for e in self.entries if e.role == "assistant"}
+        self._calls = {cid: s for cid, s in self._calls.items() if s in live}
+
+    def _survives(self, entry: Entry) -> bool:
+        return entry.role == "user" and (
+            entry.seq == self.brief_seq
+            or (isinstance(entry.event, UserMessage) and entry.event.pinned)
+        )
+
+    # -- queries the planner and the engines use -------------------------------------------
+
+    def position(self, seq: int) -> int | None:
+        return self._index.get(seq)
+
+    def is_protected(self, entry: Entry) -> bool:
+        """The brief and pinned messages survive every tier."""
+        return self._survives(entry)
+
+    @property
+    def protect_from(self) -> int | None:
+        """The first view position an unjoined child's spawn keeps verbatim."""
+        positions = [
+            p
+            for s in self.unjoined.values()
+            if (p := self._first_position_at_or_after(s)) is not None
+        ]
+        return min(positions) if positions else None
+
+    def _first_position_at_or_after(self, seq: int) -> int | None:
+        if seq in self._index:
+            return self._index[seq]
+        for i, entry in enumerate(self.entries):
+            if entry.seq >= seq and entry.role in ("user", "assistant", "tool"):
+                return i
+        return None
+
+    # -- snapshots ---------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        return json.dumps(_dump(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Projection:
+        return _load(json.loads(text))
+
+
+def _dump(p: Projection) -> dict[str, Any]:
+    data = {
+        name: getattr(p, name)
+        for name in Projection.__dataclass_fields__
+        if not name.startswith("_")
+        and name not in ("entries", "anchor", "windows", "ask", "requested")
+    }
+    data["entries"] = [
+        {
+            **{k: v for k, v in asdict_entry(e).items() if k != "event"},
+            "event": None if e.event is None else e.event.model_dump(mode="json"),
+        }
+        for e in p.entries
+    ]
+    data["anchor"] = None if p.anchor is None else asdict(p.anchor)
+    data["windows"] = [{**asdict(w), "at": w.at.isoformat()} for w in p.windows]
+    data["ask"] = None if p.ask is None else p.ask.model_dump(mode="json")
+    data["requested"] = None if p.requested is None else asdict(p.requested)
+    data["calls"] = p._calls
+    return data
+
+
+def asdict_entry(entry: Entry) -> dict[str, Any]:
+    return {name: getattr(entry, name) for name in Entry.__slots__}
+
+
+def _load(data: dict[str, Any]) -> Projection:
+    entries = [
+        Entry(**{**raw, "event": None if raw["event"] is None else decode(raw["event"])})
+        for raw in data.pop("entries")
+    ]
+    anchor = data.pop("anchor")
+    windows = data.pop("windows")
+    ask = data.pop("ask")
+    requested = data.pop("requested")
+    calls = data.pop("calls")
+    projection = Projection(
+        **data,
+        entries=entries,
+        anchor=None if anchor is None else Anchor(**anchor),
+        windows=[WindowRecord(**{**w, "at": datetime.fromisoformat(w["at"])}) for w in windows],
+        ask=None if ask is None else AskOpened.model_validate(ask),
+        requested=None if requested is None else Requested(**requested),
+    )
+    projection._index = {e.seq: i for i, e in enumerate(entries)}
+    projection._calls = {str(k): int(v) for k, v in calls.items()}
+    return projection
+
+
+def project(events: list[Stored]) -> Projection:
+    """A full replay: the view of a thread from its first event."""
+    return Projection().apply_all(events)

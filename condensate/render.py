@@ -1,0 +1,60 @@
+"""A window rendered as one message, for engines that restart a session with it (Claude Code
+starts a fork or a fresh session with it; Codex injects it as historical context). Pure.
+
+The message holds the brief and pins, the summary (or the drop notice), and the kept tail in
+order, verbatim, with a receipt standing where each cleared result was.
+"""
+
+from __future__ import annotations
+
+import json
+
+from condensate.events import AssistantMessage, ToolResult, UserMessage, Window
+from condensate.projector import DROP_NOTICE, Entry, Projection
+
+OPEN = "<condensate_window>"
+CLOSE = "</condensate_window>"
+PREAMBLE = (
+    "This session continues a conversation whose earlier context Condensate reduced. The "
+    "durable log keeps every original; what follows is what you need to go on. Receipts name "
+    "results that were cleared: read or run again whatever you need."
+)
+
+
+def render_window(view: Projection) -> str:
+    """The whole view as one message, wrapped in ``<condensate_window>`` tags."""
+    parts = [OPEN, PREAMBLE]
+    parts += [_render_entry(entry, view) for entry in view.entries]
+    parts.append(CLOSE)
+    return "\n\n".join(p for p in parts if p)
+
+
+def _render_entry(entry: Entry, view: Projection) -> str:
+    if entry.receipt is not None:
+        return f"## Cleared tool result\n{entry.receipt}"
+    event = entry.event
+    match event:
+        case UserMessage(text=text):
+            title = "Brief" if entry.seq == view.brief_seq else f"User (seq {entry.seq})"
+            if event.pinned and entry.seq != view.brief_seq:
+                title = f"Pinned (seq {entry.seq})"
+            return f"## {title}\n{text}"
+        case AssistantMessage():
+            lines = [f"## Assistant (seq {entry.seq})"]
+            if event.text:
+                lines.append(event.text)
+            lines += [
+                f"[tool call {call.id}] {call.name} {json.dumps(call.arguments, sort_keys=True)}"
+                for call in event.tool_calls
+            ]
+            return "\n".join(lines)
+        case ToolResult():
+            status = "error" if event.is_error else "result"
+            head = f"## Tool {status} {event.call_id}: {event.tool}({event.argument})"
+            return f"{head}\n{event.output}"
+        case Window(window_kind="summary", summary=summary, author=author):
+            return f"## Summary of earlier work (by the {author or 'curator'})\n{summary or ''}"
+        case Window():
+            return f"## Dropped context\n{DROP_NOTICE}"
+        case _:
+            return ""

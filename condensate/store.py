@@ -1,0 +1,397 @@
+"""The append-only SQLite event log: one file holds every thread's events, snapshots and ids.
+
+This module owns the schema, the per-thread ``seq`` and each event's stored token count; it
+is the only one that imports ``sqlite3``. Synchronous: async callers reach it through a
+worker thread. Rows are never changed; triggers refuse UPDATE and DELETE on every table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from condensate.errors import EventLogError, EventNotFound, UnknownEventVersion
+from condensate.events import Event, SnapshotTaken, Stored, decode, encode, now_utc
+from condensate.tokens import Counter, count_event, counter_for
+
+DEFAULT_LIMIT = 200
+MAX_LIMIT = 1000
+REPLAY_CHUNK = 2000
+BUSY_TIMEOUT_MS = 5000
+SCHEMA_VERSION = 1
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS events (
+        thread_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        v INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (thread_id, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS snapshots (
+        thread_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        upto INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        PRIMARY KEY (thread_id, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS threads (
+        thread_id TEXT NOT NULL PRIMARY KEY,
+        created_at TEXT NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS snapshots_no_update BEFORE UPDATE ON snapshots
+    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
+    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS threads_no_update BEFORE UPDATE ON threads
+    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS threads_no_delete BEFORE DELETE ON threads
+    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+)
+
+_INSERT_EVENT = (
+    "INSERT INTO events (thread_id, seq, kind, v, at, tokens, body) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_THREAD = "INSERT OR IGNORE INTO threads (thread_id, created_at) VALUES (?, ?)"
+_LAST_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?"
+
+
+@dataclass(frozen=True, slots=True)
+class TailPage:
+    """One page of a thread's events. Pass ``next_after`` back as ``after`` for the next."""
+
+    events: list[Stored]
+    next_after: int
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Projector state folded up to ``upto``, saved at ``seq`` beside its SnapshotTaken."""
+
+    seq: int
+    upto: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """An event encoded for insertion; ``seq`` is filled in inside the transaction."""
+
+    kind: str
+    v: int
+    at: str
+    tokens: int
+    body: str
+
+
+class EventLog:
+    """A thread log file. One connection, shared by every thread through a lock; WAL lets
+    other processes read while this one writes."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, counter: Counter) -> None:
+        self.path = path
+        self.counter = counter
+        self._connection: sqlite3.Connection | None = connection
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: Path, counter: Counter | None = None) -> EventLog:
+        """Open the log at ``path``, creating its directory, file and schema as needed."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"Could not create the directory {str(path.parent)!r} for the event log: {exc}."
+            raise EventLogError(msg) from exc
+        try:
+            connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            msg = f"Could not open the event log at {str(path)!r}: {exc}."
+            raise EventLogError(msg) from exc
+        try:
+            _prepare(connection, path)
+        except BaseException:
+            connection.close()
+            raise
+        return cls(path, connection, counter or counter_for(""))
+
+    def close(self) -> None:
+        """Close the connection; later calls raise EventLogError. Closing twice is harmless."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # Writes
+
+    def append(
+        self,
+        thread_id: str,
+        events: Event | Sequence[Event],
+        counter: Counter | None = None,
+    ) -> list[Stored]:
+        """Append one event or a batch in a single transaction; the store assigns each
+        ``seq`` and counts each event's tokens once, here."""
+        _check_thread_id(thread_id)
+        batch = list(events) if isinstance(events, Sequence) else [events]
+        if not batch:
+            return []
+        # Counting and encoding happen before BEGIN so the write lock is held only for SQL.
+        rows = [_encode(event, counter or self.counter) for event in batch]
+        action = f"append {len(rows)} event(s) to thread {thread_id!r}"
+        with self._transaction(action) as connection:
+            first = _last_seq(connection, thread_id) + 1
+            connection.execute(_INSERT_THREAD, (thread_id, now_utc().isoformat()))
+            connection.executemany(
+                _INSERT_EVENT,
+                [
+                    (thread_id, first + i, r.kind, r.v, r.at, r.tokens, r.body)
+                    for i, r in enumerate(rows)
+                ],
+            )
+        return [
+            Stored(thread_id=thread_id, seq=first + i, event=event, tokens=row.tokens)
+            for i, (event, row) in enumerate(zip(batch, rows, strict=True))
+        ]
+
+    def save_snapshot(self, thread_id: str, upto: int, state: str) -> Stored:
+        """Save projector state folded up to ``upto`` and append its SnapshotTaken event,
+        in one transaction; the snapshot's seq is that event's seq."""
+        _check_thread_id(thread_id)
+        event = SnapshotTaken(upto=upto, at=now_utc())
+        row = _encode(event, self.counter)
+        action = f"save a snapshot up to seq {upto} for thread {thread_id!r}"
+        with self._transaction(action) as connection:
+            last = _last_seq(connection, thread_id)
+            if not 0 <= upto <= last:
+                msg = (
+                    f"A snapshot of thread {thread_id!r} cannot cover seq {upto}: "
+                    f"the thread's events run from 1 to {last}."
+                )
+                raise ValueError(msg)
+            seq = last + 1
+            connection.execute(_INSERT_THREAD, (thread_id, now_utc().isoformat()))
+            connection.execute(
+                _INSERT_EVENT, (thread_id, seq, row.kind, row.v, row.at, row.tokens, row.body)
+            )
+            connection.execute(
+                "INSERT INTO snapshots (thread_id, seq, upto, state) VALUES (?, ?, ?, ?)",
+                (thread_id, seq, upto, state),
+            )
+        return Stored(thread_id=thread_id, seq=seq, event=event, tokens=row.tokens)
+
+    # Reads
+
+    def tail(
+        self,
+        thread_id: str,
+        after: int = 0,
+        limit: int = DEFAULT_LIMIT,
+        history: bool = False,
+    ) -> TailPage:
+        """Up to ``limit`` (clamped to 1..MAX_LIMIT) events after ``after``. Unless
+        ``history``, events the latest snapshot already covers are skipped."""
+        limit = max(1, min(limit, MAX_LIMIT))
+        if history:
+            sql = (
+                "SELECT seq, tokens, body FROM events WHERE thread_id = ? AND seq > ?"
+                " ORDER BY seq LIMIT ?"
+            )
+            params: tuple[Any, ...] = (thread_id, after, limit + 1)
+        else:
+            sql = (
+                "SELECT seq, tokens, body FROM events WHERE thread_id = ?"
+                " AND seq > MAX(?, COALESCE((SELECT upto FROM snapshots WHERE thread_id = ?"
+                " ORDER BY seq DESC LIMIT 1), 0))"
+                " ORDER BY seq LIMIT ?"
+            )
+            params = (thread_id, after, thread_id, limit + 1)
+        rows = self._fetch(f"read events of thread {thread_id!r} after seq {after}", sql, params)
+        page = [_decode(thread_id, seq, tokens, body) for seq, tokens, body in rows[:limit]]
+        return TailPage(
+            events=page,
+            next_after=page[-1].seq if page else after,
+            has_more=len(rows) > limit,
+        )
+
+    def read(self, thread_id: str, seq: int) -> Stored:
+        """The event at ``seq`` in the thread, upcast to its kind's current version."""
+        rows = self._fetch(
+            f"read event {seq} of thread {thread_id!r}",
+            "SELECT tokens, body FROM events WHERE thread_id = ? AND seq = ?",
+            (thread_id, seq),
+        )
+        if not rows:
+            msg = f"Thread {thread_id!r} has no event at seq {seq}."
+            raise EventNotFound(msg)
+        tokens, body = rows[0]
+        return _decode(thread_id, seq, tokens, body)
+
+    def replay(self, thread_id: str, after: int = 0) -> Iterator[Stored]:
+        """Every event after ``after`` in order, fetched a chunk at a time, snapshots or not."""
+        cursor = after
+        while True:
+            rows = self._fetch(
+                f"replay thread {thread_id!r} after seq {cursor}",
+                "SELECT seq, tokens, body FROM events WHERE thread_id = ? AND seq > ?"
+                " ORDER BY seq LIMIT ?",
+                (thread_id, cursor, REPLAY_CHUNK),
+            )
+            for seq, tokens, body in rows:
+                yield _decode(thread_id, seq, tokens, body)
+            if len(rows) < REPLAY_CHUNK:
+                return
+            cursor = rows[-1][0]
+
+    def last_seq(self, thread_id: str) -> int:
+        """The thread's highest seq, or 0 when it has no events."""
+        rows = self._fetch(f"read the last seq of thread {thread_id!r}", _LAST_SEQ, (thread_id,))
+        return int(rows[0][0])
+
+    def thread_ids(self) -> list[str]:
+        """Every thread with at least one event, in the order they were first written."""
+        rows = self._fetch(
+            "list threads", "SELECT thread_id FROM threads ORDER BY created_at, thread_id", ()
+        )
+        return [str(row[0]) for row in rows]
+
+    def latest_snapshot(self, thread_id: str) -> Snapshot | None:
+        """The thread's most recent snapshot, or None when it has none."""
+        rows = self._fetch(
+            f"read the latest snapshot of thread {thread_id!r}",
+            "SELECT seq, upto, state FROM snapshots WHERE thread_id = ? ORDER BY seq DESC LIMIT 1",
+            (thread_id,),
+        )
+        if not rows:
+            return None
+        seq, upto, state = rows[0]
+        return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
+
+    # Plumbing
+
+    def _open_connection(self) -> sqlite3.Connection:
+        if self._connection is None:
+            msg = f"The event log at {str(self.path)!r} is closed."
+            raise EventLogError(msg)
+        return self._connection
+
+    def _fetch(self, action: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        with self._lock:
+            connection = self._open_connection()
+            try:
+                return connection.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                msg = f"Could not {action} in the event log at {str(self.path)!r}: {exc}."
+                raise EventLogError(msg) from exc
+
+    @contextlib.contextmanager
+    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            connection = self._open_connection()
+            try:
+                # IMMEDIATE takes the write lock up front, so the max(seq) read inside the
+                # transaction cannot be raced by another process.
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    yield connection
+                    connection.execute("COMMIT")
+                except BaseException:
+                    # SQLite may already have rolled back on its own (e.g. a full disk).
+                    with contextlib.suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                msg = f"Could not {action} in the event log at {str(self.path)!r}: {exc}."
+                raise EventLogError(msg) from exc
+
+
+def _prepare(connection: sqlite3.Connection, path: Path) -> None:
+    try:
+        # busy_timeout first, so switching to WAL waits for other openers instead of failing.
+        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            msg = f"The event log at {str(path)!r} could not switch to WAL mode (it is {mode!r})."
+            raise EventLogError(msg)
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                msg = (
+                    f"The event log at {str(path)!r} has schema version {version}; "
+                    f"this Condensate knows up to {SCHEMA_VERSION}."
+                )
+                raise EventLogError(msg)
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            connection.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        msg = f"Could not prepare the event log at {str(path)!r}: {exc}."
+        raise EventLogError(msg) from exc
+
+
+def _check_thread_id(thread_id: str) -> None:
+    if not thread_id:
+        msg = "A thread id must be a non-empty string."
+        raise ValueError(msg)
+
+
+def _last_seq(connection: sqlite3.Connection, thread_id: str) -> int:
+    return int(connection.execute(_LAST_SEQ, (thread_id,)).fetchone()[0])
+
+
+def _encode(event: Event, counter: Counter) -> _Row:
+    return _Row(
+        kind=event.kind,
+        v=event.v,
+        at=event.at.isoformat(),
+        tokens=count_event(event, counter),
+        body=encode(event),
+    )
+
+
+def _decode(thread_id: str, seq: int, tokens: int, body: str) -> Stored:
+    try:
+        raw = json.loads(body)
+        if not isinstance(raw, dict):
+            msg = f"the body is a JSON {type(raw).__name__}, not an object."
+            raise TypeError(msg)
+        event = decode(raw)
+    except UnknownEventVersion as exc:
+        msg = f"Event {seq} of thread {thread_id!r} cannot be read: {exc}"
+        raise UnknownEventVersion(msg) from exc
+    except (ValueError, TypeError) as exc:
+        msg = f"Event {seq} of thread {thread_id!r} is not a valid event: {exc}"
+        raise EventLogError(msg) from exc
+    return Stored(thread_id=thread_id, seq=seq, event=event, tokens=tokens)

@@ -1,0 +1,1 @@
+"""Test support shipped with Condensate: thread builders (and, later, the fake model server)."""

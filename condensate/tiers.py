@@ -1,0 +1,211 @@
+"""What each tier may cut: tool categories, receipts, and the choice of cleared results and of
+a summary's kept range. Pure: no I/O.
+
+microcompact clears older results of re-readable tools; collapse also clears older action
+results; both leave receipts. Neither touches human messages, small results, the most recent
+results, memory and control results, the brief or a pin. A summary's kept range starts on a
+safe boundary: a user message or the assistant message that opens a complete batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from condensate.events import ToolResult
+from condensate.tokens import estimate
+
+if TYPE_CHECKING:
+    from condensate.projector import Projection
+
+Category = Literal["reread", "action", "control"]
+
+_REREAD = {
+    "read",
+    "read_file",
+    "view",
+    "cat",
+    "search",
+    "grep",
+    "glob",
+    "find",
+    "ls",
+    "list",
+    "list_dir",
+    "list_files",
+    "diff",
+    "git_diff",
+    "webfetch",
+    "web_fetch",
+    "fetch",
+    "notebookread",
+    "view_image",
+    "toolsearch",
+    "tool_search",
+}
+_CONTROL = {
+    "compact_context",
+    "compact_microcompact",
+    "context_usage",
+    "recall",
+    "retain",
+    "memory",
+    "approve",
+    "approval",
+    "request_approval",
+    "request_user_input",
+    "spawn",
+    "join",
+    "task",
+    "agent",
+    "condense",
+    "pin",
+}
+
+
+def categorize(tool: str) -> Category:
+    """A tool's category from its name; unknown tools are actions (only collapse clears them)."""
+    name = tool.rsplit("__", 1)[-1].lower()
+    if name in _CONTROL or any(word in name for word in ("recall", "retain", "approv")):
+        return "control"
+    if name in _REREAD:
+        return "reread"
+    return "action"
+
+
+def receipt(result: ToolResult, seq: int, tokens: int) -> str:
+    """The one line that stands in for a cleared result: tool, argument, size, seq, and how
+    to get it back."""
+    what = f"{result.tool}({result.argument})" if result.argument else result.tool
+    category = result.category or categorize(result.tool)
+    if category == "reread":
+        back = "run it again if you need it"
+    else:
+        back = "failed" if result.is_error else "completed"
+        back = f"the action {back}; rerun or reread to see its effect"
+    return f"[receipt seq {seq}: {what}, {tokens} tokens cleared; {back}]"
+
+
+@dataclass(frozen=True)
+class TierSettings:
+    small_result_tokens: int = 200
+    """Cheap tiers leave results below this size alone (ours)."""
+    keep_recent_results: int = 3
+    """... and the most recent results (ours)."""
+    keep_tail_share: float = 0.25
+    """A summary keeps about this share of the line verbatim (ours)."""
+    summary_budget: int = 4_000
+    """Tokens set aside for a summary's text (ours)."""
+
+
+@dataclass(frozen=True)
+class Clearing:
+    cleared: tuple[int, ...]
+    freed: int
+
+
+def cheap_clearing(
+    view: Projection,
+    tier: Literal["microcompact", "collapse"],
+    settings: TierSettings,
+    protect_from: int | None,
+) -> Clearing:
+    """The results ``tier`` would clear, oldest first, and the tokens it would free."""
+    allowed: set[Category] = {"reread"} if tier == "microcompact" else {"reread", "action"}
+    live = [i for i, e in enumerate(view.entries) if e.role == "tool" and e.receipt is None]
+    recent = set(live[-settings.keep_recent_results :]) if settings.keep_recent_results else set()
+    cleared: list[int] = []
+    freed = 0
+    for i in live:
+        entry = view.entries[i]
+        if i in recent or entry.category not in allowed:
+            continue
+        if entry.full_tokens < settings.small_result_tokens:
+            continue
+        if protect_from is not None and _batch_position(view, entry.batch, i) >= protect_from:
+            continue
+        assert isinstance(entry.event, ToolResult)
+        cleared.append(entry.seq)
+        freed += entry.tokens - estimate(receipt(entry.event, entry.seq, entry.full_tokens))
+    return Clearing(tuple(cleared), freed)
+
+
+def largest_clearing(view: Projection, need: int) -> Clearing:
+    """Forced: the largest kept results (any age, any size, never control) until ``need``
+    tokens are freed, or all of them if that is not enough."""
+    live = [
+        e
+        for e in view.entries
+        if e.role == "tool" and e.receipt is None and e.category != "control"
+    ]
+    cleared: list[int] = []
+    freed = 0
+    for entry in sorted(live, key=lambda e: e.tokens, reverse=True):
+        if freed >= need:
+            break
+        assert isinstance(entry.event, ToolResult)
+        gain = entry.tokens - estimate(receipt(entry.event, entry.seq, entry.full_tokens))
+        if gain <= 0:
+            continue
+        cleared.append(entry.seq)
+        freed += gain
+    return Clearing(tuple(sorted(cleared)), freed)
+
+
+def _batch_position(view: Projection, batch: int, fallback: int) -> int:
+    position = view.position(batch)
+    return fallback if position is None else position
+
+
+def safe_boundaries(view: Projection) -> list[int]:
+    """View positions where a kept range may start: a user message or an assistant message,
+    with no tool result at or after it whose call came before it."""
+    safe: list[int] = []
+    earliest_call = len(view.entries)
+    for i in range(len(view.entries) - 1, -1, -1):
+        entry = view.entries[i]
+        if entry.role == "tool":
+            earliest_call = min(earliest_call, _batch_position(view, entry.batch, i))
+        elif entry.role in ("user", "assistant") and earliest_call >= i:
+            safe.append(i)
+    safe.reverse()
+    return safe
+
+
+@dataclass(frozen=True)
+class SummaryCut:
+    keep_from: int | None
+    """The seq the kept range starts at; None keeps nothing but the brief and pins."""
+    removed: int
+    """Tokens of the entries the summary replaces."""
+    after: int
+    """The view's tokens after the cut, before the summary's own text is added."""
+
+
+def summary_cut(
+    view: Projection,
+    tail_budget: int,
+    settings: TierSettings,
+    protect_from: int | None,
+    boundaries: Iterable[int] | None = None,
+) -> SummaryCut | None:
+    """The earliest safe boundary whose kept range fits ``tail_budget``, at or before
+    ``protect_from``; None when nothing before it could be summarized."""
+    entries = view.entries
+    suffix = [0] * (len(entries) + 1)
+    for i in range(len(entries) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + entries[i].tokens
+    replaced = [0] * (len(entries) + 1)
+    for i, entry in enumerate(entries):
+        replaced[i + 1] = replaced[i] + (0 if view.is_protected(entry) else entry.tokens)
+    limit = len(entries) if protect_from is None else protect_from
+    candidates = [b for b in (boundaries or safe_boundaries(view)) if b <= limit]
+    if protect_from is None:
+        candidates.append(len(entries))
+    usable = [b for b in candidates if replaced[b] > 0]
+    if not usable:
+        return None
+    best = next((b for b in usable if suffix[b] <= tail_budget), usable[-1])
+    keep_from = entries[best].seq if best < len(entries) else None
+    return SummaryCut(keep_from, replaced[best], view.view_tokens - replaced[best])

@@ -1,0 +1,92 @@
+"""Working ceilings, lines and the baseline rule (spec: "When a window is taken")."""
+
+from __future__ import annotations
+
+import pytest
+
+from condensate.ceilings import (
+    CeilingSettings,
+    fit_baseline,
+    hard_limit,
+    head_line,
+    ordinary_line,
+    working_ceiling,
+)
+
+DEFAULT = CeilingSettings()
+
+
+@pytest.mark.parametrize(
+    ("engine", "window", "expected"),
+    [
+        ("api", 200_000, 80_000),  # 40 % of the window
+        ("codex", 272_000, 108_800),
+        ("api", 1_000_000, 120_000),  # capped at 120,000
+        ("codex", 1_000_000, 120_000),
+        ("claude", 200_000, 150_000),  # 75 %
+        ("claude", 1_000_000, 200_000),  # capped at 200,000
+        ("api", 100_000, 48_000),  # 40 % would be 40k: the floor holds
+        ("claude", 60_000, 48_000),
+        ("api", 32_000, 32_000),  # the floor never exceeds the model's own window
+    ],
+)
+def test_default_ceiling_is_a_capped_share_with_a_floor(engine, window, expected):
+    """The ceiling is 40 % (cap 120k) for api and Codex, 75 % (cap 200k) for Claude Code,
+    never below 48,000 nor above the window."""
+    assert working_ceiling(engine, window, DEFAULT) == expected
+
+
+@pytest.mark.parametrize(
+    ("engine", "settings", "expected"),
+    [
+        ("claude", CeilingSettings(cap_claude=100_000), 100_000),
+        ("claude", CeilingSettings(cap_claude=500_000), 150_000),  # never raises
+        ("claude", CeilingSettings(cap_pi=50_000), 150_000),  # _PI is not for Claude Code
+        ("api", CeilingSettings(cap_pi=50_000), 50_000),  # _PI covers the native loop
+        ("codex", CeilingSettings(cap_pi=50_000), 50_000),  # ... and Codex
+        ("api", CeilingSettings(cap_claude=50_000), 80_000),
+        ("claude", CeilingSettings(cap_all=90_000), 90_000),  # the general cap, every engine
+        ("codex", CeilingSettings(cap_all=90_000), 80_000),
+        ("api", CeilingSettings(cap_all=70_000, cap_pi=60_000), 60_000),  # the lower one wins
+        ("api", CeilingSettings(cap_all=20_000), 20_000),  # an operator may go below the floor
+    ],
+)
+def test_operator_caps_lower_and_never_raise(engine, settings, expected):
+    """CONDENSATE_WINDOW_CEILING_CLAUDE, _PI and CONDENSATE_WINDOW_CEILING lower the ceiling
+    of the engines they cover, never raise it (window 200k)."""
+    assert working_ceiling(engine, 200_000, settings) == expected
+
+
+def test_lines_keep_an_output_reserve_and_heads_use_the_window():
+    """An ordinary line is the ceiling less the output reserve; a head's line is the window
+    less the reserve and room for one more tool result; the hard limit is window less reserve."""
+    settings = CeilingSettings(output_reserve=8_000, tool_room=10_000)
+    assert ordinary_line(80_000, settings) == 72_000
+    assert head_line(200_000, settings) == 182_000
+    assert hard_limit(200_000, settings) == 192_000
+
+
+@pytest.mark.parametrize(
+    ("ceiling", "baseline", "window", "expected", "raised", "helpless"),
+    [
+        (80_000, 20_000, 200_000, 80_000, False, False),  # small baseline: untouched
+        (80_000, 60_000, 200_000, 80_000, False, False),  # exactly three quarters
+        (80_000, 75_000, 200_000, 100_001, True, False),  # raised so the baseline is <= 3/4
+        (80_000, 150_000, 180_000, 180_000, True, True),  # capped at the window: < 1/4 free
+        (
+            48_000,
+            40_000,
+            54_000,
+            53_334,
+            True,
+            False,
+        ),  # raised to baseline / 0.75, under the window
+    ],
+)
+def test_baseline_rule(ceiling, baseline, window, expected, raised, helpless):
+    """A baseline over three quarters of the ceiling raises it, up to the window; only when
+    even that leaves under a quarter free do windows not help."""
+    fitted = fit_baseline(ceiling, baseline, window)
+    assert (fitted.ceiling, fitted.raised, fitted.helpless) == (expected, raised, helpless)
+    if not helpless:
+        assert baseline <= fitted.ceiling * 0.75
