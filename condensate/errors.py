@@ -6,7 +6,16 @@ CondensateError
 │   ├── UnknownEventVersion   a stored event this version cannot read
 │   ├── UnknownThread
 │   └── EventNotFound
-└── PlanningError          the planner was handed a state it cannot plan from
+├── PlanningError          the planner was handed a state it cannot plan from
+└── ProviderError          a model API call failed; ``retryable`` says if trying again may help
+    ├── ContextWindowExceeded  the provider refused the prompt as too long (.tokens, .limit)
+    ├── AuthenticationFailed   401/403: a missing or wrong key
+    ├── RateLimited            429 (.retry_after)
+    ├── ProviderUnavailable    5xx, 529 overloaded
+    ├── TransportFailed        connection refused or reset, a timeout
+    └── MalformedRequest       any other 4xx: a broken history, an unknown model
+
+Only ContextWindowExceeded ever triggers a window; the others never count as a refusal.
 
 Programming mistakes stay ValueError and TypeError.
 """
@@ -42,3 +51,64 @@ class EventNotFound(EventLogError):
 
 class PlanningError(CondensateError):
     code = "planning-error"
+
+
+class ProviderError(CondensateError):
+    code = "provider-error"
+    retryable = False
+
+    def __init__(self, message: str, *, status: int | None = None, provider: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+
+
+class ContextWindowExceeded(ProviderError):
+    code = "context-window-exceeded"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tokens: int | None = None,
+        limit: int | None = None,
+        status: int | None = None,
+        provider: str = "",
+    ) -> None:
+        super().__init__(message, status=status, provider=provider)
+        self.tokens = tokens
+        self.limit = limit
+
+
+class AuthenticationFailed(ProviderError):
+    code = "authentication-failed"
+
+
+class RateLimited(ProviderError):
+    code = "rate-limited"
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        status: int | None = None,
+        provider: str = "",
+    ) -> None:
+        super().__init__(message, status=status, provider=provider)
+        self.retry_after = retry_after
+
+
+class ProviderUnavailable(ProviderError):
+    code = "provider-unavailable"
+    retryable = True
+
+
+class TransportFailed(ProviderError):
+    code = "transport-failed"
+    retryable = True
+
+
+class MalformedRequest(ProviderError):
+    code = "malformed-request"

@@ -217,7 +217,7 @@ def _summary(
     fixed = usage.used - view.view_tokens
     room = usage.line - fixed - budget
     tail_budget = min(int(usage.line * settings.tiers.keep_tail_share), room)
-    cut = tiers.summary_cut(view, max(tail_budget, 0), settings.tiers, protect)
+    cut = tiers.summary_cut(view, max(tail_budget, 0), protect)
     if cut is None:
         return Stop(usage, "nothing before the kept range can be summarized")
     after = fixed + cut.after + budget

@@ -107,6 +107,7 @@ class Projection:
     entries: list[Entry] = field(default_factory=list)
     view_tokens: int = 0
     brief_seq: int | None = None
+    pinned: list[int] = field(default_factory=list)
     last_seq: int = 0
     anchor: Anchor | None = None
     refusal: int | None = None
@@ -152,6 +153,8 @@ class Projection:
             case UserMessage():
                 if self.brief_seq is None:
                     self.brief_seq = seq
+                elif event.pinned:
+                    self.pinned.append(seq)
                 self._push(Entry(seq, "user", tokens, tokens, event))
             case AssistantMessage():
                 for call in event.tool_calls:
@@ -278,10 +281,7 @@ class Projection:
         self._calls = {cid: s for cid, s in self._calls.items() if s in live}
 
     def _survives(self, entry: Entry) -> bool:
-        return entry.role == "user" and (
-            entry.seq == self.brief_seq
-            or (isinstance(entry.event, UserMessage) and entry.event.pinned)
-        )
+        return entry.seq == self.brief_seq or entry.seq in self.pinned
 
     # -- queries the planner and the engines use -------------------------------------------
 
@@ -291,6 +291,11 @@ class Projection:
     def is_protected(self, entry: Entry) -> bool:
         """The brief and pinned messages survive every tier."""
         return self._survives(entry)
+
+    @property
+    def protected_seqs(self) -> set[int]:
+        brief = set() if self.brief_seq is None else {self.brief_seq}
+        return brief | set(self.pinned)
 
     @property
     def protect_from(self) -> int | None:

@@ -8,12 +8,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from condensate.ceilings import CeilingSettings
+from condensate.curator import CuratorSettings
 from condensate.errors import ConfigError
 from condensate.planner import PlannerSettings
+from condensate.providers import Endpoint, ProviderSettings
+from condensate.providers._http import RetryPolicy
 
 
 def default_home() -> Path:
@@ -30,7 +33,9 @@ class Settings(BaseSettings):
     >>> CONDENSATE_WINDOW_CEILING=90000 condensate …  # cap every engine's ceiling at 90k
     """
 
-    model_config = SettingsConfigDict(env_prefix="CONDENSATE_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="CONDENSATE_", extra="ignore", frozen=True, populate_by_name=True
+    )
 
     home: Path = Field(default_factory=default_home)
     log_format: Literal["json", "console", "auto"] = "auto"
@@ -40,6 +45,26 @@ class Settings(BaseSettings):
     output_reserve: int = Field(default=8_192, ge=0)
     tool_room: int = Field(default=8_192, ge=0)
     window_deadline_ms: int | None = Field(default=None, gt=0)
+
+    anthropic_base_url: str = "https://api.anthropic.com"
+    anthropic_api_key: str = Field(
+        default="",
+        validation_alias=AliasChoices("CONDENSATE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+    )
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str = Field(
+        default="", validation_alias=AliasChoices("CONDENSATE_OPENAI_API_KEY", "OPENAI_API_KEY")
+    )
+    chat_base_url: str = "http://127.0.0.1:8000/v1"
+    chat_api_key: str = "none"
+    provider_retries: int = Field(default=3, ge=0, le=10)
+    model_windows: dict[str, int] = Field(default_factory=dict)
+    """Explicit windows by model, as JSON: ``{"chat:qwen3-coder": 32768}``."""
+
+    curator_model: str | None = None
+    curator_fallback_model: str | None = None
+    hindsight_url: str | None = None
+    hindsight_bank: str = "condensate"
 
     @property
     def db_path(self) -> Path:
@@ -58,6 +83,25 @@ class Settings(BaseSettings):
         override = self.window_deadline_ms
         return PlannerSettings(
             deadline_override=None if override is None else timedelta(milliseconds=override)
+        )
+
+    def providers(self) -> ProviderSettings:
+        return ProviderSettings(
+            anthropic=Endpoint(self.anthropic_base_url, self.anthropic_api_key),
+            openai=Endpoint(self.openai_base_url, self.openai_api_key),
+            chat=Endpoint(self.chat_base_url, self.chat_api_key),
+            retry=RetryPolicy(max_retries=self.provider_retries),
+        )
+
+    def curator(self) -> CuratorSettings:
+        override = self.window_deadline_ms
+        return CuratorSettings(
+            model=self.curator_model,
+            fallback_model=self.curator_fallback_model,
+            hindsight_url=self.hindsight_url,
+            hindsight_bank=self.hindsight_bank,
+            deadline_override=None if override is None else timedelta(milliseconds=override),
+            max_tokens=PlannerSettings().tiers.summary_budget,
         )
 
 

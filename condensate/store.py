@@ -2,7 +2,7 @@
 
 This module owns the schema, the per-thread ``seq`` and each event's stored token count; it
 is the only one that imports ``sqlite3``. Synchronous: async callers reach it through a
-worker thread. Rows are never changed; triggers refuse UPDATE and DELETE on every table.
+worker thread. Rows never change: triggers refuse UPDATE, DELETE and REPLACE on every table.
 """
 
 from __future__ import annotations
@@ -57,6 +57,18 @@ _SCHEMA = (
     BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
     """CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
     BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+    # INSERT OR REPLACE deletes the old row without firing DELETE triggers (unless a
+    # connection turns on recursive_triggers), so a duplicate key is refused on insert too.
+    """CREATE TRIGGER IF NOT EXISTS events_no_replace BEFORE INSERT ON events
+    WHEN EXISTS (SELECT 1 FROM events WHERE thread_id = NEW.thread_id AND seq = NEW.seq)
+    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS snapshots_no_replace BEFORE INSERT ON snapshots
+    WHEN EXISTS (SELECT 1 FROM snapshots WHERE thread_id = NEW.thread_id AND seq = NEW.seq)
+    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
+    # IGNORE rather than ABORT, so that append's INSERT OR IGNORE keeps working.
+    """CREATE TRIGGER IF NOT EXISTS threads_no_replace BEFORE INSERT ON threads
+    WHEN EXISTS (SELECT 1 FROM threads WHERE thread_id = NEW.thread_id)
+    BEGIN SELECT RAISE(IGNORE); END""",
     """CREATE TRIGGER IF NOT EXISTS threads_no_update BEFORE UPDATE ON threads
     BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
     """CREATE TRIGGER IF NOT EXISTS threads_no_delete BEFORE DELETE ON threads
@@ -100,8 +112,8 @@ class _Row:
 
 
 class EventLog:
-    """A thread log file. One connection, shared by every thread through a lock; WAL lets
-    other processes read while this one writes."""
+    """The log file of every thread. One connection, shared by the caller's OS threads under
+    a lock; WAL lets other processes read while this one writes."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection, counter: Counter) -> None:
         self.path = path
@@ -146,8 +158,6 @@ class EventLog:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-    # Writes
 
     def append(
         self,
@@ -204,8 +214,6 @@ class EventLog:
                 (thread_id, seq, upto, state),
             )
         return Stored(thread_id=thread_id, seq=seq, event=event, tokens=row.tokens)
-
-    # Reads
 
     def tail(
         self,
@@ -291,8 +299,6 @@ class EventLog:
             return None
         seq, upto, state = rows[0]
         return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
-
-    # Plumbing
 
     def _open_connection(self) -> sqlite3.Connection:
         if self._connection is None:

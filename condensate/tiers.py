@@ -9,7 +9,6 @@ safe boundary: a user message or the assistant message that opens a complete bat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -186,26 +185,44 @@ class SummaryCut:
 def summary_cut(
     view: Projection,
     tail_budget: int,
-    settings: TierSettings,
     protect_from: int | None,
-    boundaries: Iterable[int] | None = None,
 ) -> SummaryCut | None:
     """The earliest safe boundary whose kept range fits ``tail_budget``, at or before
-    ``protect_from``; None when nothing before it could be summarized."""
+    ``protect_from``; else the latest usable one; None when nothing before it could be
+    summarized. One forward and one backward pass: this runs on every over-the-line step."""
     entries = view.entries
-    suffix = [0] * (len(entries) + 1)
-    for i in range(len(entries) - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + entries[i].tokens
-    replaced = [0] * (len(entries) + 1)
+    count = len(entries)
+    protected = view.protected_seqs
+    replaced = [0] * (count + 1)
+    total = 0
     for i, entry in enumerate(entries):
-        replaced[i + 1] = replaced[i] + (0 if view.is_protected(entry) else entry.tokens)
-    limit = len(entries) if protect_from is None else protect_from
-    candidates = [b for b in (boundaries or safe_boundaries(view)) if b <= limit]
-    if protect_from is None:
-        candidates.append(len(entries))
-    usable = [b for b in candidates if replaced[b] > 0]
-    if not usable:
+        if entry.seq not in protected:
+            total += entry.tokens
+        replaced[i + 1] = total
+    limit = count if protect_from is None else protect_from
+    best: int | None = None
+    latest: int | None = None
+    if protect_from is None and replaced[count] > 0:
+        best = latest = count  # keep nothing but the brief and pins
+    index = view.position
+    suffix = 0
+    earliest_call = count
+    for i in range(count - 1, -1, -1):
+        entry = entries[i]
+        suffix += entry.tokens
+        if entry.role == "tool":
+            batch = index(entry.batch)
+            earliest_call = min(earliest_call, i if batch is None else batch)
+            continue
+        safe = entry.role in ("user", "assistant") and earliest_call >= i
+        if not safe or i > limit or replaced[i] == 0:
+            continue
+        if latest is None:
+            latest = i
+        if suffix <= tail_budget:
+            best = i
+    chosen = best if best is not None else latest
+    if chosen is None:
         return None
-    best = next((b for b in usable if suffix[b] <= tail_budget), usable[-1])
-    keep_from = entries[best].seq if best < len(entries) else None
-    return SummaryCut(keep_from, replaced[best], view.view_tokens - replaced[best])
+    keep_from = entries[chosen].seq if chosen < count else None
+    return SummaryCut(keep_from, replaced[chosen], view.view_tokens - replaced[chosen])

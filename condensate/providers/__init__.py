@@ -1,0 +1,102 @@
+"""Model providers: clients for the Anthropic Messages API, the OpenAI Responses API and Chat
+Completions, their error classes (in ``condensate.errors``) and model windows.
+
+A model is named ``provider:model``: ``anthropic:claude-sonnet-4-5``, ``openai:gpt-5-mini``,
+``chat:qwen3-coder`` (any Chat Completions server: vLLM, Ollama, ...). Base URLs and keys come
+from settings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import aiohttp
+
+from condensate.errors import ConfigError
+from condensate.providers._http import DEFAULT_TIMEOUT, RetryPolicy
+from condensate.providers.anthropic import AnthropicClient
+from condensate.providers.openai import ChatClient, ResponsesClient
+from condensate.providers.types import Completion, Request
+
+Provider = Literal["anthropic", "openai", "chat"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "chat")
+
+
+class ModelClient(Protocol):
+    """One provider's client: one call in, one completion out (streamed or not)."""
+
+    provider: str
+
+    async def complete(self, request: Request) -> Completion: ...
+
+
+@dataclass(frozen=True)
+class ModelName:
+    provider: Provider
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+
+def parse_model(model: str) -> ModelName:
+    """``anthropic:claude-sonnet-4-5`` -> (anthropic, claude-sonnet-4-5). A bare Claude or GPT
+    name is accepted; anything else must say its provider."""
+    prefix, sep, name = model.partition(":")
+    if sep:
+        if prefix not in PROVIDERS:
+            msg = (
+                f"Unknown provider {prefix!r} in model {model!r}; use one of "
+                f"{', '.join(p + ':' for p in PROVIDERS)}."
+            )
+            raise ConfigError(msg)
+        if not name:
+            msg = f"Model {model!r} names a provider but no model."
+            raise ConfigError(msg)
+        return ModelName(prefix, name)
+    if model.startswith("claude"):
+        return ModelName("anthropic", model)
+    if re.match(r"^(gpt|o\d|codex)", model):
+        return ModelName("openai", model)
+    msg = f"Model {model!r} needs a provider prefix, e.g. 'chat:{model}'."
+    raise ConfigError(msg)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str
+    api_key: str
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    anthropic: Endpoint = Endpoint("https://api.anthropic.com", "")
+    openai: Endpoint = Endpoint("https://api.openai.com/v1", "")
+    chat: Endpoint = Endpoint("http://127.0.0.1:8000/v1", "none")
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout: aiohttp.ClientTimeout = DEFAULT_TIMEOUT
+
+    def endpoint(self, provider: Provider) -> Endpoint:
+        return {"anthropic": self.anthropic, "openai": self.openai, "chat": self.chat}[provider]
+
+
+def make_client(
+    model: str | ModelName, settings: ProviderSettings, session: aiohttp.ClientSession
+) -> ModelClient:
+    """The client for ``model``, on the shared ``session``."""
+    name = model if isinstance(model, ModelName) else parse_model(model)
+    endpoint = settings.endpoint(name.provider)
+    kinds: dict[Provider, type[AnthropicClient | ResponsesClient | ChatClient]] = {
+        "anthropic": AnthropicClient,
+        "openai": ResponsesClient,
+        "chat": ChatClient,
+    }
+    return kinds[name.provider](
+        endpoint.base_url,
+        endpoint.api_key,
+        session=session,
+        retry=settings.retry,
+        timeout=settings.timeout,
+    )

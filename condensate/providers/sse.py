@@ -1,0 +1,65 @@
+"""A sans-I/O parser for server-sent events: feed it bytes, get (event, data) pairs. Pure.
+
+It splits on any of the three line endings the format allows and joins multi-line data, so
+that a JSON body of any length survives however the transport chunks it.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    event: str
+    data: str
+
+
+@dataclass
+class SSEParser:
+    _buffer: str = ""
+    _event: str = ""
+    _data: list[str] = field(default_factory=list)
+    _pending_cr: bool = False
+    _decoder: codecs.IncrementalDecoder = field(
+        default_factory=codecs.getincrementaldecoder("utf-8")
+    )
+
+    def feed(self, chunk: bytes | str) -> list[ServerEvent]:
+        """Events completed by ``chunk``; a character split across chunks waits for its end."""
+        text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
+        if self._pending_cr and text.startswith("\n"):
+            text = text[1:]
+        self._pending_cr = text.endswith("\r")
+        self._buffer += text
+        lines = self._buffer.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self._buffer = lines.pop()
+        out: list[ServerEvent] = []
+        for line in lines:
+            event = self._line(line)
+            if event is not None:
+                out.append(event)
+        return out
+
+    def close(self) -> list[ServerEvent]:
+        """Flush a final event that was not followed by a blank line."""
+        out = self.feed("\n\n") if (self._buffer or self._data) else []
+        return out
+
+    def _line(self, line: str) -> ServerEvent | None:
+        if not line:
+            if not self._data and not self._event:
+                return None
+            event = ServerEvent(self._event or "message", "\n".join(self._data))
+            self._event, self._data = "", []
+            return event
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        return None

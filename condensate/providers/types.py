@@ -1,0 +1,92 @@
+"""Provider-neutral request and response values shared by every model client. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from condensate.events import ThinkingBlock, ToolCall
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    call_id: str
+    output: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Thinking:
+    text: str
+    signature: str = ""
+
+
+Block = Text | ToolUse | ToolOutput | Thinking
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["user", "assistant"]
+    content: tuple[Block, ...]
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", (Text(text),))
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call. ``model`` is the provider's own name (no ``anthropic:`` prefix)."""
+
+    model: str
+    messages: tuple[Message, ...]
+    system: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 8_192
+    thinking: bool = False
+    """False switches thinking off where the model allows it."""
+    stream: bool = True
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the provider billed for one call; ``prompt`` is the size of the prompt it read."""
+
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+
+    @property
+    def prompt(self) -> int:
+        return self.input + self.cache_read + self.cache_write
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    thinking: tuple[ThinkingBlock, ...]
+    usage: Usage
+    stop_reason: str
+    message_id: str
+    model: str
