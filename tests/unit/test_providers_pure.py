@@ -111,7 +111,8 @@ def test_http_413_is_a_refusal():
                 "type": "error",
                 "error": {
                     "type": "invalid_request_error",
-                    "message": "messages.1.content.0: unexpected `tool_use_id` found in `tool_result` blocks",
+                    "message": "messages.1.content.0: unexpected `tool_use_id` found in "
+                    "`tool_result` blocks",
                 },
             },
             MalformedRequest,
