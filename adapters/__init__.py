@@ -1,2 +1,11 @@
 """Engine adapters: the native loop, Claude Code and Codex. They may import ``condensate``;
-the core never imports them."""
+the core never imports them (only ``condensate.app``, the composition root, does)."""
+
+from __future__ import annotations
+
+from adapters.native import NativeEngine
+from condensate.engine import Engines
+
+ENGINES: Engines = {
+    NativeEngine.name: NativeEngine,
+}

@@ -1,8 +1,8 @@
 """The ``condensate`` command. Every subcommand takes ``--json`` for scripts.
 
-For now it reads the embedded log directly: ``doctor`` sets up and checks the state directory,
-``threads`` lists threads, ``tail`` pages a thread's log, ``view`` rebuilds a thread's view and
-shows what the planner would do next. The daemon's commands arrive with the daemon.
+``serve`` runs the daemon; ``run``, ``threads``, ``tail``, ``compact`` and ``status`` talk to
+it over HTTP (it is found by itself, with its token); ``doctor`` and ``view`` read the embedded
+log directly and work without a daemon.
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from condensate import __version__
+from condensate.app import serve
+from condensate.client import DaemonClient
 from condensate.errors import CondensateError
 from condensate.events import EVENT_TYPES, now_utc
 from condensate.logs import configure_logging
@@ -53,24 +57,135 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_threads(settings: Settings, args: argparse.Namespace) -> int:
-    with _open(settings, args) as log:
-        ids = log.thread_ids()
-        rows = [{"thread": t, "events": log.last_seq(t)} for t in ids]
-    text = "\n".join(f"{r['thread']}\t{r['events']} events" for r in rows) or "no threads"
-    _emit(args, {"threads": rows}, text)
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {}
+    if args.host:
+        overrides["host"] = args.host
+    if args.port is not None:
+        overrides["port"] = args.port
+    anyio.run(serve, settings.model_copy(update=overrides))
     return 0
 
 
-def cmd_tail(settings: Settings, args: argparse.Namespace) -> int:
-    with _open(settings, args) as log:
-        page = log.tail(args.thread, after=args.after, limit=args.limit, history=args.history)
-    events = [
-        {"seq": s.seq, "tokens": s.tokens, **s.event.model_dump(mode="json")} for s in page.events
+def _usage_bar(used: int, line: int, width: int = 30) -> str:
+    share = used / line if line else 1.0
+    filled = min(width, round(share * width))
+    return f"[{'#' * filled}{'.' * (width - filled)}] {share:4.0%} {used:>8,}/{line:,}"
+
+
+def cmd_threads(settings: Settings, args: argparse.Namespace) -> int:
+    data = DaemonClient.find(settings).call("GET", "/threads")
+    rows = [
+        f"{t['id']}  {t['engine']:<6} {t['status']:<8} {t['model']:<32} {t['events']:>6} events"
+        for t in data["threads"]
     ]
-    lines = [f"{e['seq']:>6} {e['kind']:<20} {e['tokens']:>7} tok" for e in events]
-    data = {"events": events, "nextAfter": page.next_after, "hasMore": page.has_more}
-    _emit(args, data, "\n".join(lines) or "no events")
+    _emit(args, data, "\n".join(rows) or "no threads")
+    return 0
+
+
+def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
+    data = DaemonClient.find(settings).call("GET", "/threads")
+    rows = []
+    for t in data["threads"]:
+        usage = t["usage"]
+        ask = "  ask pending" if t["pendingAsk"] else ""
+        rows.append(f"{t['id']}  {_usage_bar(usage['used'], usage['line'])}{ask}")
+    _emit(args, data, "\n".join(rows) or "no threads")
+    return 0
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    kind = event["kind"]
+    detail = ""
+    match kind:
+        case "message.user":
+            detail = event["text"]
+        case "message.assistant":
+            calls = ", ".join(c["name"] for c in event.get("tool_calls", []))
+            detail = (event.get("text") or "") + (f" [calls: {calls}]" if calls else "")
+        case "tool.result":
+            status = "error" if event.get("is_error") else "ok"
+            detail = f"{event['tool']}({event.get('argument', '')}) {status}"
+        case "window":
+            detail = f"{event['window_kind']} freed~{event['trigger']['freed']}"
+        case "system.line":
+            detail = event["text"]
+        case "turn.ended":
+            detail = f"{event['outcome']} {event.get('reason', '')}"
+    return f"{event['seq']:>6} {kind:<20} {detail[:100]}"
+
+
+def _follow(
+    client: DaemonClient, thread: str, after: int, args: argparse.Namespace, until_turn_ends: bool
+) -> int:
+    while True:
+        page = client.call("GET", f"/threads/{thread}/tail?after={after}&limit=1000&wait=25")
+        for event in page["events"]:
+            sys.stdout.write((json.dumps(event) if args.json else _event_line(event)) + "\n")
+            sys.stdout.flush()
+            if until_turn_ends and event["kind"] == "turn.ended":
+                return 0
+        after = page["nextAfter"]
+
+
+def cmd_tail(settings: Settings, args: argparse.Namespace) -> int:
+    client = DaemonClient.find(settings)
+    if args.follow:
+        return _follow(client, args.thread, args.after, args, until_turn_ends=False)
+    history = "&history=1" if args.history else ""
+    data = client.call(
+        "GET", f"/threads/{args.thread}/tail?after={args.after}&limit={args.limit}{history}"
+    )
+    _emit(args, data, "\n".join(_event_line(e) for e in data["events"]) or "no events")
+    return 0
+
+
+def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
+    client = DaemonClient.find(settings)
+    body = {
+        "engine": args.engine,
+        "model": args.model,
+        "cwd": str(Path(args.cwd).resolve()),
+        "brief": args.brief,
+        "persona": args.persona,
+        "head": not args.child,
+    }
+    thread = client.call("POST", "/threads", body)
+    if args.detach:
+        _emit(args, thread, thread["id"])
+        return 0
+    sys.stderr.write(f"thread {thread['id']}\n")
+    return _follow(client, thread["id"], 0, args, until_turn_ends=True)
+
+
+def cmd_compact(settings: Settings, args: argparse.Namespace) -> int:
+    client = DaemonClient.find(settings)
+    path = f"/threads/{args.thread}/compact"
+    if args.answer is None:
+        data = client.call("GET", path)
+        ask = data["ask"]
+        preview = data["preview"]
+        lines = [
+            f"pending ask: {ask['ask_id']} (deadline {ask['deadline']})" if ask else "no ask",
+            f"requested: {data['requested']}" if data["requested"] else "nothing requested",
+            f"usage: {data['usage']['used']:,} of line {data['usage']['line']:,}",
+            f"microcompact would free {preview['microcompact']['freed']:,} tokens "
+            f"({len(preview['microcompact']['receipts'])} receipts)",
+            f"collapse would free {preview['collapse']['freed']:,} tokens",
+            f"summary would keep from seq {preview['summary']['keepFrom']}, removing "
+            f"{preview['summary']['removedByKind']}",
+        ]
+        _emit(args, data, "\n".join(lines))
+        return 0
+    body: dict[str, Any] = {"mode": args.answer, "reason": args.reason}
+    if args.summary is not None:
+        body["summary"] = args.summary
+    if args.keep_from is not None:
+        body["keepFrom"] = args.keep_from
+    if args.seat is not None:
+        body["seat"] = args.seat
+    data = client.call("POST", path, body)
+    _emit(args, data, "queued" if data["queued"] else "answered")
     return 0
 
 
@@ -108,13 +223,33 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--db", help="the log file (default: the state directory's)")
         return p
 
+    serve_parser = command("serve", "run the daemon (what the systemd unit runs)")
+    serve_parser.add_argument("--host")
+    serve_parser.add_argument("--port", type=int)
     command("doctor", "create or check the state directory and the event log")
-    command("threads", "list the threads in the log")
+    run = command("run", "start a thread and follow its log until its turn ends")
+    run.add_argument("brief")
+    run.add_argument("--engine", default="api", choices=["api", "claude", "codex"])
+    run.add_argument("--model", required=True, help="e.g. anthropic:claude-sonnet-4-5")
+    run.add_argument("--cwd", default=".")
+    run.add_argument("--persona", default="")
+    run.add_argument("--child", action="store_true", help="not a head thread")
+    run.add_argument("--detach", action="store_true", help="print the thread id and return")
+    command("threads", "list the daemon's threads")
+    command("status", "each thread's usage against its line, as a bar")
     tail = command("tail", "print a thread's events")
     tail.add_argument("thread")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
     tail.add_argument("--after", type=int, default=0)
     tail.add_argument("--limit", type=int, default=200)
     tail.add_argument("--history", action="store_true", help="include events before a snapshot")
+    compact = command("compact", "show a thread's pending ask and a preview; answer it")
+    compact.add_argument("thread")
+    compact.add_argument("--answer", choices=["summary", "microcompact", "decline"])
+    compact.add_argument("--summary")
+    compact.add_argument("--keep-from", type=int)
+    compact.add_argument("--reason", default="")
+    compact.add_argument("--seat")
     view = command("view", "rebuild a thread's view and show the planner's next decision")
     view.add_argument("thread")
     view.add_argument("--window", type=int, default=200_000, help="the model's window")
@@ -123,7 +258,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"doctor": cmd_doctor, "threads": cmd_threads, "tail": cmd_tail, "view": cmd_view}
+COMMANDS = {
+    "serve": cmd_serve,
+    "doctor": cmd_doctor,
+    "run": cmd_run,
+    "threads": cmd_threads,
+    "status": cmd_status,
+    "tail": cmd_tail,
+    "compact": cmd_compact,
+    "view": cmd_view,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -135,3 +279,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CondensateError as exc:
         sys.stderr.write(f"condensate: {exc}\n")
         return 2
+    except KeyboardInterrupt:
+        return 130

@@ -7,6 +7,7 @@ CondensateError
 │   ├── UnknownThread
 │   └── EventNotFound
 ├── PlanningError          the planner was handed a state it cannot plan from
+├── Refused                a request the runtime turns down (.code, .status for HTTP)
 └── ProviderError          a model API call failed; ``retryable`` says if trying again may help
     ├── ContextWindowExceeded  the provider refused the prompt as too long (.tokens, .limit)
     ├── AuthenticationFailed   401/403: a missing or wrong key
@@ -51,6 +52,16 @@ class EventNotFound(EventLogError):
 
 class PlanningError(CondensateError):
     code = "planning-error"
+
+
+class Refused(CondensateError):
+    """A request the runtime turns down: an unknown thread, nothing pending, a missing seat.
+    ``code`` and ``status`` become the HTTP error."""
+
+    def __init__(self, *, code: str, detail: str, status: int = 400) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.status = status
 
 
 class ProviderError(CondensateError):

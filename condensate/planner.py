@@ -230,6 +230,11 @@ def _summary(
     return Cut(usage, "summary", reason, usage.used - after, keep_from=cut.keep_from, forced=forced)
 
 
+def summary_plan(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Cut | Stop:
+    """The summary the ladder would take now, ignoring whether one is due."""
+    return _summary(view, usage, settings, view.protect_from, forced=False)
+
+
 def _forced(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Decision:
     why = "the provider refused the prompt" if view.refusal is not None else "at the hard limit"
     need = usage.used - usage.line
@@ -260,10 +265,11 @@ def _requested(view: Projection, usage: ContextUsage, settings: PlannerSettings)
         )
     keep_from = _snap(view, request.keep_from)
     if keep_from is None:
-        chosen = _summary(view, usage, settings, None, forced=False)
-        if isinstance(chosen, Stop):
-            return chosen
-        keep_from = chosen.keep_from
+        # Asked for: the fit rules of an automatic cut do not apply; with nothing to keep,
+        # the summary stands right after the brief and pins.
+        tail = int(usage.line * settings.tiers.keep_tail_share)
+        chosen = tiers.summary_cut(view, tail, None)
+        keep_from = None if chosen is None else chosen.keep_from
     author: Author | None = None
     if request.summary is not None:
         author = "thread" if request.by == "thread" else "operator"

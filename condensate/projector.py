@@ -29,6 +29,7 @@ from condensate.events import (
     SystemLine,
     ThreadCreated,
     ToolResult,
+    TurnEnded,
     TurnStarted,
     UserMessage,
     Window,
@@ -61,6 +62,8 @@ class Entry:
     """For a tool result, the seq of the assistant message that made the call."""
     receipt: str | None = None
     category: tiers.Category | None = None
+    call_id: str = ""
+    """For a tool result, the call it answers (kept when the result is cleared)."""
 
 
 @dataclass(slots=True)
@@ -113,6 +116,8 @@ class Projection:
     refusal: int | None = None
     """Tokens of a refusal since the last count (0 when the provider gave no number)."""
     turn: int = 0
+    turn_open: bool = False
+    last_turn_reason: str = ""
     windows: list[WindowRecord] = field(default_factory=list)
     tiers_since_summary: list[str] = field(default_factory=list)
     unjoined: dict[str, int] = field(default_factory=dict)
@@ -150,6 +155,10 @@ class Projection:
                 self.baseline_tokens = measured
             case TurnStarted():
                 self.turn += 1
+                self.turn_open = True
+            case TurnEnded(reason=reason):
+                self.turn_open = False
+                self.last_turn_reason = reason
             case UserMessage():
                 if self.brief_seq is None:
                     self.brief_seq = seq
@@ -163,7 +172,9 @@ class Projection:
             case ToolResult():
                 batch = self._calls.pop(event.call_id, seq)
                 category = event.category or tiers.categorize(event.tool)
-                self._push(Entry(seq, "tool", tokens, tokens, event, batch, None, category))
+                self._push(
+                    Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
+                )
             case ModelUsage():
                 self.anchor = Anchor(seq, event.prompt, self.view_tokens)
                 self.refusal = None
@@ -171,26 +182,8 @@ class Projection:
                 self.refusal = event.tokens or 0
             case Window():
                 self._window(seq, event, tokens)
-            case AskOpened():
-                self.ask = event
-            case AskAnswered():
-                if self.ask is not None and self.ask.ask_id == event.ask_id:
-                    self.ask = None
-                if event.mode == "decline":
-                    self.declined_turn = self.turn
-                elif event.by != "runtime":
-                    self.requested = Requested(
-                        seq,
-                        event.mode,
-                        "operator" if event.by == "operator" else "thread",
-                        event.summary,
-                        event.keep_from,
-                        event.ask_id,
-                    )
-            case CompactionRequested():
-                self.requested = Requested(
-                    seq, event.mode, event.by, event.summary, event.keep_from, None
-                )
+            case AskOpened() | AskAnswered() | CompactionRequested():
+                self._fold_ask(seq, event)
             case ChildSpawned():
                 self.unjoined[event.child_id] = self._batch_of(event.call_id, seq)
             case ChildJoined():
@@ -199,6 +192,27 @@ class Projection:
                 self.lines_written[code] = self.turn
             case _:
                 pass
+
+    def _fold_ask(self, seq: int, event: AskOpened | AskAnswered | CompactionRequested) -> None:
+        match event:
+            case AskOpened():
+                self.ask = event
+            case AskAnswered():
+                if self.ask is not None and self.ask.ask_id == event.ask_id:
+                    self.ask = None
+                if event.mode == "decline":
+                    self.declined_turn = self.turn
+                elif event.by != "runtime":
+                    by: Literal["thread", "operator"] = (
+                        "operator" if event.by == "operator" else "thread"
+                    )
+                    self.requested = Requested(
+                        seq, event.mode, by, event.summary, event.keep_from, event.ask_id
+                    )
+            case CompactionRequested():
+                self.requested = Requested(
+                    seq, event.mode, event.by, event.summary, event.keep_from, None
+                )
 
     def _batch_of(self, call_id: str | None, default: int) -> int:
         """The seq of the assistant message that made ``call_id`` (a recent call: searched

@@ -38,6 +38,13 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(default_factory=default_home)
+    host: str = "127.0.0.1"
+    port: int = Field(default=4741, ge=0, le=65535)
+    url: str | None = None
+    """Where the command line finds the daemon (default: what the daemon wrote at start)."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Extra Host names the API answers to, as JSON: ``["condensate.local"]``."""
+    notify_socket: str | None = Field(default=None, validation_alias="NOTIFY_SOCKET")
     log_format: Literal["json", "console", "auto"] = "auto"
     window_ceiling: int | None = Field(default=None, gt=0)
     window_ceiling_claude: int | None = Field(default=None, gt=0)

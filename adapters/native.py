@@ -1,0 +1,281 @@
+"""The native engine (``api``): Condensate's own agent loop over the provider clients.
+
+The window check runs before every model call, including the calls that follow tool results.
+A context refusal is logged, forces one window through the next check, and the call is made
+once more. A head's own ``compact_context`` / ``compact_microcompact`` request is queued and
+taken at the next check, in place of the curator's summary.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import structlog
+
+from adapters.native_tools import TOOLS, ToolContext, ToolOutcome, run_tool
+from condensate.engine import ThreadSpec, TurnContext, TurnOutcome
+from condensate.errors import ContextWindowExceeded, ProviderError, Refused
+from condensate.events import (
+    AssistantMessage,
+    CompactionRequested,
+    Event,
+    ModelRefused,
+    ModelUsage,
+    SystemLine,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+    Window,
+)
+from condensate.projector import Projection
+from condensate.prompt import to_messages
+from condensate.providers import parse_model
+from condensate.providers.types import Request, ToolSpec
+from condensate.tokens import counter_for
+
+log = structlog.get_logger()
+
+MAX_CALLS_PER_TURN = 400
+
+SYSTEM_PROMPT = """You are a coding agent working in {cwd}. Use the tools to read, search, \
+edit and run things; prefer small verified steps. Condensate manages your context: older \
+results may be replaced by receipts (read or run again what you need) and older turns by a \
+summary. If you want to decide what is kept yourself, call compact_context with your own \
+summary, or compact_microcompact to clear old re-readable results."""
+
+CONTROL_TOOLS: dict[str, ToolSpec] = {
+    "spawn": ToolSpec(
+        "spawn",
+        "Start a child agent on a sub-task. It works in its own context; join it for its result.",
+        {
+            "type": "object",
+            "properties": {"brief": {"type": "string"}, "model": {"type": "string"}},
+            "required": ["brief"],
+        },
+    ),
+    "join": ToolSpec(
+        "join",
+        "Wait for a child agent to finish its turn and return its final answer.",
+        {
+            "type": "object",
+            "properties": {"child_id": {"type": "string"}},
+            "required": ["child_id"],
+        },
+    ),
+    "compact_context": ToolSpec(
+        "compact_context",
+        "Replace the earlier part of your context with your own summary. keep_from is the seq "
+        "of the first message to keep verbatim (optional).",
+        {
+            "type": "object",
+            "properties": {"summary": {"type": "string"}, "keep_from": {"type": "integer"}},
+            "required": ["summary"],
+        },
+    ),
+    "compact_microcompact": ToolSpec(
+        "compact_microcompact",
+        "Clear older re-readable tool results (file reads, searches) from your context.",
+        {"type": "object", "properties": {}},
+    ),
+}
+
+
+def tool_specs(spec: ThreadSpec) -> tuple[ToolSpec, ...]:
+    """The thread's tools: all of them unless its spec names a subset."""
+    wanted = set(spec.tools) if spec.tools else None
+    out = [ToolSpec(t.name, t.description, t.parameters) for t in TOOLS.values()]
+    out += list(CONTROL_TOOLS.values())
+    return tuple(t for t in out if wanted is None or t.name in wanted)
+
+
+def system_prompt(spec: ThreadSpec) -> str:
+    base = SYSTEM_PROMPT.format(cwd=spec.cwd)
+    return f"{spec.persona}\n\n{base}" if spec.persona else base
+
+
+class NativeEngine:
+    """Runs turns of one ``api`` thread."""
+
+    name: ClassVar[str] = "api"
+
+    def __init__(self, spec: ThreadSpec) -> None:
+        self.spec = spec
+        self.tools = tool_specs(spec)
+        self.system = system_prompt(spec)
+        self.tool_context = ToolContext(cwd=Path(spec.cwd))
+
+    def baseline(self, spec: ThreadSpec) -> int:
+        counter = counter_for(spec.model)
+        schemas = json.dumps(
+            [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in self.tools
+            ]
+        )
+        return counter.count(self.system) + counter.count(schemas)
+
+    async def apply_window(self, window: Window, view: Projection) -> None:
+        """Nothing to do: every call is projected from the log."""
+
+    async def close(self) -> None:
+        """Nothing to release: the loop holds no process."""
+
+    async def run_turn(self, ctx: TurnContext) -> TurnOutcome:
+        refused_once = False
+        last_text = ""
+        model = parse_model(ctx.spec.model).name
+        for _ in range(MAX_CALLS_PER_TURN):
+            check = await ctx.checkpoint()
+            if check.stop is not None:
+                return TurnOutcome("stopped", check.stop, last_text)
+            request = Request(
+                model=model,
+                messages=tuple(to_messages(ctx.view)),
+                system=self.system,
+                tools=self.tools,
+            )
+            try:
+                reply = await ctx.client().complete(request)
+            except ContextWindowExceeded as exc:
+                await ctx.append(
+                    ModelRefused(at=ctx.now(), message=str(exc), tokens=exc.tokens, limit=exc.limit)
+                )
+                if refused_once:
+                    return TurnOutcome(
+                        "failed",
+                        "the provider refused the prompt again after a forced window",
+                        last_text,
+                    )
+                refused_once = True
+                continue
+            except ProviderError as exc:
+                await ctx.append(SystemLine(at=ctx.now(), code=exc.code, text=str(exc)))
+                return TurnOutcome("failed", str(exc), last_text)
+            refused_once = False
+            last_text = reply.text or last_text
+            thinking = tuple(
+                ThinkingBlock(text=t.text, signature=t.signature) for t in reply.thinking
+            )
+            await ctx.append(
+                [
+                    ModelUsage(
+                        at=ctx.now(),
+                        input=reply.usage.input,
+                        cache_read=reply.usage.cache_read,
+                        cache_write=reply.usage.cache_write,
+                        output=reply.usage.output,
+                        model=reply.model,
+                        message_id=reply.message_id,
+                    ),
+                    AssistantMessage(
+                        at=ctx.now(),
+                        text=reply.text,
+                        thinking=thinking,
+                        tool_calls=reply.tool_calls,
+                        message_id=reply.message_id,
+                    ),
+                ]
+            )
+            if not reply.tool_calls:
+                return TurnOutcome("completed", "", last_text)
+            for call in reply.tool_calls:
+                await ctx.append(await self._run(ctx, call))
+        return TurnOutcome("stopped", f"{MAX_CALLS_PER_TURN} model calls in one turn", last_text)
+
+    async def _run(self, ctx: TurnContext, call: ToolCall) -> list[Event]:
+        """The events one call produces: its result, and a queued compaction for the
+        compaction tools."""
+        args = call.arguments
+        at = ctx.now()
+        if call.name in TOOLS:
+            outcome = await run_tool(call.name, args, self.tool_context)
+            return [_result(call, outcome, at)]
+        try:
+            match call.name:
+                case "spawn":
+                    child = await ctx.spawn(
+                        str(args.get("brief", "")), call.id, _optional(args, "model")
+                    )
+                    text = f"Started child {child}. Call join with child_id={child!r}."
+                    return [
+                        ToolResult(
+                            at=at, call_id=call.id, tool="spawn", argument=child, output=text
+                        )
+                    ]
+                case "join":
+                    child_id = str(args.get("child_id", ""))
+                    result = await ctx.join(child_id, call.id)
+                    return [
+                        ToolResult(
+                            at=at,
+                            call_id=call.id,
+                            tool="join",
+                            argument=child_id,
+                            output=result or "(the child gave no final answer)",
+                        )
+                    ]
+                case "compact_context":
+                    summary = str(args.get("summary", ""))
+                    keep_from = args.get("keep_from")
+                    return [
+                        ToolResult(
+                            at=at,
+                            call_id=call.id,
+                            tool=call.name,
+                            output="Queued: your summary replaces the earlier context "
+                            "before your next call.",
+                        ),
+                        CompactionRequested(
+                            at=at,
+                            mode="summary",
+                            by="thread",
+                            summary=summary,
+                            keep_from=keep_from if isinstance(keep_from, int) else None,
+                        ),
+                    ]
+                case "compact_microcompact":
+                    return [
+                        ToolResult(
+                            at=at,
+                            call_id=call.id,
+                            tool=call.name,
+                            output="Queued: older re-readable results are cleared "
+                            "before your next call.",
+                        ),
+                        CompactionRequested(at=at, mode="microcompact", by="thread"),
+                    ]
+                case _:
+                    return [
+                        ToolResult(
+                            at=at,
+                            call_id=call.id,
+                            tool=call.name,
+                            output=(
+                                f"Unknown tool {call.name!r}; the tools are: "
+                                f"{', '.join(t.name for t in self.tools)}."
+                            ),
+                            is_error=True,
+                        )
+                    ]
+        except Refused as exc:
+            return [
+                ToolResult(at=at, call_id=call.id, tool=call.name, output=str(exc), is_error=True)
+            ]
+
+
+def _result(call: ToolCall, outcome: ToolOutcome, at: Any) -> ToolResult:
+    return ToolResult(
+        at=at,
+        call_id=call.id,
+        tool=call.name,
+        argument=outcome.argument,
+        output=outcome.output,
+        is_error=outcome.is_error,
+    )
+
+
+def _optional(args: dict[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    return str(value) if value else None

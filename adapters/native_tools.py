@@ -1,0 +1,702 @@
+"""The file and shell tools the native loop's model can call: read, search, edit, write, shell.
+
+Each tool is a plain async function ``(ToolContext, arguments) -> ToolOutcome`` and never
+raises: every failure comes back as an outcome with ``is_error`` set and a sentence naming the
+problem. Relative paths resolve against the context's cwd; absolute paths are used as given,
+so these tools are **not** a sandbox. No events, no store: the loop records the outcomes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import structlog
+
+log = structlog.get_logger()
+
+_VCS_AND_VENDORED = {".git", ".hg", ".svn", "node_modules", ".venv", "venv"}
+_CACHES = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
+SKIP_DIRS = frozenset(_VCS_AND_VENDORED | _CACHES)
+"""Directories search never descends into (it still searches inside one named as ``path``)."""
+MAX_MATCHES = 200
+MAX_FILES = 500
+ARGUMENT_CHARS = 120
+_LINE_CHARS = 2_000  # one minified line must not eat the whole read
+_MATCH_LINE_CHARS = 300
+_SNIFF_BYTES = 8_192
+_SEARCH_FILE_BYTES = 10_000_000  # bigger files are logs or data, not source
+_NO_OUTPUT = "(no output)\n"
+_DRAIN_GRACE = 2.0  # seconds to collect output once the command and its group are gone
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Where and how the tools run. ``output_cap`` is in characters, ``read_limit`` in lines."""
+
+    cwd: Path
+    shell_timeout: float = 120.0
+    output_cap: int = 30_000
+    read_limit: int = 2_000
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool call produced. ``argument`` is what a receipt names: a path, a pattern,
+    a command, cut to about 120 characters."""
+
+    output: str
+    is_error: bool
+    argument: str
+
+
+ToolFn = Callable[[ToolContext, Mapping[str, Any]], Awaitable[ToolOutcome]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool as the model sees it (name, description, JSON schema) and the function behind it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: ToolFn
+
+
+def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+READ_PARAMETERS = _schema(
+    ["path"],
+    path={"type": "string", "description": "The file to read, absolute or relative to cwd."},
+    offset={
+        "type": "integer",
+        "minimum": 1,
+        "description": "The 1-based line to start at. Defaults to 1.",
+    },
+    limit={
+        "type": "integer",
+        "minimum": 1,
+        "description": "How many lines to return at most. The default is large; "
+        "the output says when lines were cut.",
+    },
+)
+SEARCH_PARAMETERS = _schema(
+    [],
+    pattern={
+        "type": "string",
+        "description": "A Python regular expression matched against each line. "
+        "Prefix with (?i) to ignore case. Omit it to list files by glob.",
+    },
+    path={
+        "type": "string",
+        "description": "The directory or file to search, absolute or relative to cwd. "
+        "Defaults to cwd.",
+    },
+    glob={
+        "type": "string",
+        "description": "Only files matching this glob, e.g. '*.py' (any depth) or "
+        "'src/**/*.{ts,tsx}' (relative to path). Alone, lists the matching files.",
+    },
+)
+EDIT_PARAMETERS = _schema(
+    ["path", "old_string", "new_string"],
+    path={"type": "string", "description": "The file to edit, absolute or relative to cwd."},
+    old_string={
+        "type": "string",
+        "description": "The exact text to replace, whitespace included. It must occur "
+        "exactly once unless replace_all is true.",
+    },
+    new_string={"type": "string", "description": "The text to put in its place."},
+    replace_all={
+        "type": "boolean",
+        "description": "Replace every occurrence instead of exactly one. Defaults to false.",
+    },
+)
+WRITE_PARAMETERS = _schema(
+    ["path", "content"],
+    path={
+        "type": "string",
+        "description": "The file to create or overwrite, absolute or relative to cwd.",
+    },
+    content={"type": "string", "description": "The file's complete new content."},
+)
+SHELL_PARAMETERS = _schema(
+    ["command"],
+    command={
+        "type": "string",
+        "description": "A bash command line, run with `bash -lc` in cwd with no stdin.",
+    },
+)
+
+
+# --- argument checks -------------------------------------------------------------------------
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+_A = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "object": "an object",
+    "array": "an array",
+}
+
+
+def _json_name(value: object) -> str:
+    """``value``'s JSON type with its article: 'an integer', 'null'."""
+    if value is None:
+        return "null"
+    for name in ("boolean", "string", "integer", "number", "object", "array"):
+        if isinstance(value, _JSON_TYPES[name]):
+            return _A[name]
+    return type(value).__name__
+
+
+def _problem(tool: str, arguments: object, schema: Mapping[str, Any]) -> str | None:
+    """The first way ``arguments`` breaks ``schema`` as a sentence, or None. A null optional
+    argument counts as absent, so OpenAI-style strict schemas (nullable, all required) work."""
+    if not isinstance(arguments, Mapping):
+        return f"{tool}: arguments must be an object, got {_json_name(arguments)}."
+    properties: Mapping[str, Any] = schema["properties"]
+    for key in schema["required"]:
+        if arguments.get(key) is None:
+            return f"{tool}: missing required argument '{key}'."
+    for key, value in arguments.items():
+        spec = properties.get(key)
+        if spec is None:
+            return f"{tool}: unknown argument '{key}'; it takes {', '.join(properties)}."
+        if value is None:
+            continue
+        expected: str = spec["type"]
+        # bool is an int in Python, never in JSON
+        if isinstance(value, bool) != (expected == "boolean") or not isinstance(
+            value, _JSON_TYPES[expected]
+        ):
+            return f"{tool}: argument '{key}' must be {_A[expected]}, got {_json_name(value)}."
+        minimum = spec.get("minimum")
+        if minimum is not None and value < minimum:
+            return f"{tool}: argument '{key}' must be at least {minimum}, got {value}."
+    return None
+
+
+def _text(arguments: object, key: str) -> str:
+    value = arguments.get(key) if isinstance(arguments, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def _short(text: str) -> str:
+    """One line of at most ARGUMENT_CHARS characters, for a receipt."""
+    line = " ".join(text.split())
+    return line if len(line) <= ARGUMENT_CHARS else line[: ARGUMENT_CHARS - 1] + "…"
+
+
+def _failed(output: str, argument: str) -> ToolOutcome:
+    return ToolOutcome(output, is_error=True, argument=argument)
+
+
+async def _offload(
+    tool: str, raw: str, argument: str, work: Callable[[], tuple[str, bool]]
+) -> ToolOutcome:
+    """Run blocking file work in a thread; an OSError the work did not expect (a stat
+    refused on a parent directory, say) still comes back as an outcome."""
+    try:
+        output, is_error = await anyio.to_thread.run_sync(work)
+    except OSError as exc:
+        return _failed(f"{tool}: cannot access {raw}: {exc.strerror or exc}.", argument)
+    return ToolOutcome(output, is_error, argument)
+
+
+# --- paths and text --------------------------------------------------------------------------
+
+
+def _resolve(ctx: ToolContext, raw: str) -> Path:
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else ctx.cwd / path
+
+
+def _display(ctx: ToolContext, path: Path) -> str:
+    """Paths under cwd relative to it, so the model can pass them straight back."""
+    try:
+        return path.relative_to(ctx.cwd).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _looks_binary(head: bytes) -> bool:
+    return b"\0" in head[:_SNIFF_BYTES]
+
+
+def _clip_line(line: str, limit: int) -> str:
+    return line if len(line) <= limit else f"{line[:limit]}… [{len(line) - limit:,} chars cut]"
+
+
+class _HeadTail:
+    """Keeps the first and last halves of ``cap`` characters of a stream, counting the rest,
+    so a command printing gigabytes costs ``cap`` characters of memory."""
+
+    def __init__(self, cap: int) -> None:
+        self._head_room = cap // 2
+        self._tail_room = cap - self._head_room
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail = ""
+        self._total = 0
+
+    def feed(self, text: str) -> None:
+        self._total += len(text)
+        if self._head_len < self._head_room:
+            take = text[: self._head_room - self._head_len]
+            self._head.append(take)
+            self._head_len += len(take)
+            text = text[len(take) :]
+        if text:
+            self._tail = (self._tail + text)[-self._tail_room :] if self._tail_room else ""
+
+    def text(self) -> str:
+        head = "".join(self._head)
+        cut = self._total - len(head) - len(self._tail)
+        if cut <= 0:
+            return head + self._tail
+        return f"{head}\n[… {cut:,} of {self._total:,} characters cut …]\n{self._tail}"
+
+
+def _capped(text: str, cap: int) -> str:
+    kept = _HeadTail(cap)
+    kept.feed(text)
+    return kept.text()
+
+
+# --- read ------------------------------------------------------------------------------------
+
+
+async def read(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+    """Numbered lines of a text file, from ``offset`` for ``limit`` lines, like ``cat -n``."""
+    argument = _short(_text(arguments, "path"))
+    if problem := _problem("read", arguments, READ_PARAMETERS):
+        return _failed(problem, argument)
+    raw: str = arguments["path"]
+    offset: int = arguments.get("offset") or 1
+    limit: int = arguments.get("limit") or ctx.read_limit
+    work = partial(_read, ctx, raw, _resolve(ctx, raw), offset, limit)
+    return await _offload("read", raw, argument, work)
+
+
+def _read(ctx: ToolContext, raw: str, path: Path, offset: int, limit: int) -> tuple[str, bool]:
+    if path.is_dir():
+        return f"read: {raw} is a directory; use search with a glob to list it.", True
+    if not path.exists():
+        return f"read: no such file: {raw} (looked at {path}).", True
+    lines: list[str] = []
+    budget = ctx.output_cap
+    total = 0
+    stopped_at: int | None = None  # the first wanted line the output cap left out
+    try:
+        with path.open("rb") as handle:
+            if _looks_binary(handle.read(_SNIFF_BYTES)):
+                return f"read: {raw} looks binary (it has NUL bytes); read shows text only.", True
+            handle.seek(0)
+            for number, data in enumerate(handle, start=1):
+                total = number
+                if number < offset or number >= offset + limit or stopped_at is not None:
+                    continue
+                text = data.decode("utf-8", errors="replace").rstrip("\r\n")
+                entry = f"{number:6d}\t{_clip_line(text, _LINE_CHARS)}"
+                if lines and budget < len(entry) + 1:
+                    stopped_at = number
+                    continue
+                budget -= len(entry) + 1
+                lines.append(entry)
+    except OSError as exc:
+        return f"read: cannot read {raw}: {exc.strerror or exc}.", True
+    if total == 0:
+        return f"({raw} is empty)", False
+    if offset > total:
+        return f"read: offset {offset} is past the end of {raw}, which has {total} lines.", True
+    last = offset + len(lines) - 1
+    if last < total:
+        why = "the output cap" if stopped_at is not None else "the line limit"
+        lines.append(
+            f"[lines {offset}-{last} of {total}, cut by {why}; read on with offset={last + 1}]"
+        )
+    return "\n".join(lines), False
+
+
+# --- search ----------------------------------------------------------------------------------
+
+
+async def search(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+    """Lines matching a regex (``path:line:text``), or with only a glob, the matching files."""
+    argument = _short(_text(arguments, "pattern") or _text(arguments, "glob"))
+    if problem := _problem("search", arguments, SEARCH_PARAMETERS):
+        return _failed(problem, argument)
+    pattern: str | None = arguments.get("pattern")
+    glob: str | None = arguments.get("glob")
+    raw: str = arguments.get("path") or "."
+    if pattern is None and glob is None:
+        return _failed("search: give a pattern, a glob, or both.", argument)
+    try:
+        regex = re.compile(pattern) if pattern is not None else None
+    except re.error as exc:
+        return _failed(f"search: invalid regex {pattern!r}: {exc}.", argument)
+    try:
+        matcher = _glob_matcher(glob) if glob is not None else None
+    except re.error as exc:
+        return _failed(f"search: invalid glob {glob!r}: {exc}.", argument)
+    work = partial(_search, ctx, raw, _resolve(ctx, raw), regex, matcher)
+    return await _offload("search", raw, argument, work)
+
+
+def _glob_matcher(glob: str) -> Callable[[str], bool]:
+    """A glob without '/' matches file names at any depth; with one, the path under the root.
+    ``**`` spans directories, ``{a,b}`` alternates, ``[!x]`` negates."""
+    regex = re.compile(_glob_regex(glob) + r"\Z", re.DOTALL)
+    if "/" not in glob:
+        return lambda relative: regex.match(relative.rsplit("/", 1)[-1]) is not None
+    return lambda relative: regex.match(relative) is not None
+
+
+def _glob_regex(glob: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif char == "*":
+            out.append("[^/]*")
+            i += 1
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "[" and (end := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1 : end].replace("\\", "\\\\")
+            out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+            i = end + 1
+        elif char == "{" and (end := glob.find("}", i)) != -1:
+            options = glob[i + 1 : end].split(",")
+            out.append("(?:" + "|".join(_glob_regex(option) for option in options) + ")")
+            i = end + 1
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return "".join(out)
+
+
+def _files(root: Path) -> Iterator[tuple[Path, str]]:
+    """Files under ``root`` in path order, each with its path relative to root."""
+    if not root.is_dir():
+        yield root, root.name
+        return
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        base = Path(directory)
+        prefix = base.relative_to(root).as_posix()
+        for name in sorted(filenames):
+            yield base / name, name if prefix == "." else f"{prefix}/{name}"
+
+
+def _search(
+    ctx: ToolContext,
+    raw: str,
+    root: Path,
+    regex: re.Pattern[str] | None,
+    matcher: Callable[[str], bool] | None,
+) -> tuple[str, bool]:
+    if not root.exists():
+        return f"search: no such file or directory: {raw} (looked at {root}).", True
+    found: list[str] = []
+    cap = MAX_FILES if regex is None else MAX_MATCHES
+    searched = files = 0
+    for path, relative in _files(root):
+        if matcher is not None and not matcher(relative):
+            continue
+        if regex is None:
+            found.append(_display(ctx, path))
+        else:
+            hits = _grep(path, regex, cap - len(found))
+            searched += 1
+            files += bool(hits)
+            found.extend(f"{_display(ctx, path)}:{n}:{line}" for n, line in hits)
+        if len(found) >= cap:
+            what = "files" if regex is None else "matches"
+            found.append(f"[stopped at {cap} {what}; narrow the pattern, path or glob]")
+            break
+    where = _display(ctx, root)
+    where = "cwd" if where == "." else where
+    if not found and regex is None:
+        return f"No files under {where} match the glob.", False
+    if not found:
+        return f"No lines match in {searched} files searched under {where}.", False
+    if regex is not None and len(found) < cap:
+        found.append(f"[{len(found)} matches in {files} files]")
+    return _capped("\n".join(found), ctx.output_cap), False
+
+
+def _grep(path: Path, regex: re.Pattern[str], room: int) -> list[tuple[int, str]]:
+    """Up to ``room`` matching lines; unreadable, binary and huge files have none."""
+    try:
+        if path.stat().st_size > _SEARCH_FILE_BYTES:
+            return []
+        data = path.read_bytes()
+    except OSError:
+        return []
+    if _looks_binary(data):
+        return []
+    # Split on "\n" alone, as read does, so line numbers agree between the two tools.
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    hits: list[tuple[int, str]] = []
+    for number, raw_line in enumerate(lines, 1):
+        line = raw_line.removesuffix("\r")
+        if regex.search(line):
+            hits.append((number, _clip_line(line, _MATCH_LINE_CHARS)))
+            if len(hits) >= room:
+                break
+    return hits
+
+
+# --- edit and write --------------------------------------------------------------------------
+
+
+async def edit(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+    """Replace ``old_string`` with ``new_string`` in a file: exactly once, or everywhere."""
+    argument = _short(_text(arguments, "path"))
+    if problem := _problem("edit", arguments, EDIT_PARAMETERS):
+        return _failed(problem, argument)
+    raw: str = arguments["path"]
+    old: str = arguments["old_string"]
+    new: str = arguments["new_string"]
+    replace_all: bool = arguments.get("replace_all") or False
+    if not old:
+        return _failed(
+            "edit: old_string is empty; use write to create or replace a file.", argument
+        )
+    if old == new:
+        return _failed("edit: old_string and new_string are the same; nothing to change.", argument)
+    work = partial(_edit, raw, _resolve(ctx, raw), old, new, replace_all)
+    return await _offload("edit", raw, argument, work)
+
+
+def _edit(raw: str, path: Path, old: str, new: str, replace_all: bool) -> tuple[str, bool]:
+    if path.is_dir():
+        return f"edit: {raw} is a directory, not a file.", True
+    if not path.exists():
+        return f"edit: no such file: {raw} (looked at {path}); use write to create it.", True
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"edit: cannot read {raw}: {exc.strerror or exc}.", True
+    if _looks_binary(data):
+        return f"edit: {raw} looks binary (it has NUL bytes); edit changes text only.", True
+    try:
+        # Bytes in and out, so CRLF line endings survive the edit untouched.
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"edit: {raw} is not UTF-8 text; rewrite it with write instead.", True
+    count = text.count(old)
+    if count == 0:
+        return f"edit: old_string was not found in {raw}; read the file and copy it exactly.", True
+    if count > 1 and not replace_all:
+        return (
+            f"edit: old_string occurs {count} times in {raw}; include more surrounding "
+            "lines to make it unique, or pass replace_all.",
+            True,
+        )
+    line = text.count("\n", 0, text.index(old)) + 1
+    try:
+        path.write_bytes(text.replace(old, new).encode("utf-8"))
+    except OSError as exc:
+        return f"edit: cannot write {raw}: {exc.strerror or exc}.", True
+    where = f"first at line {line}" if count > 1 else f"at line {line}"
+    plural = "occurrence" if count == 1 else "occurrences"
+    return f"Edited {raw}: replaced {count} {plural} ({where}).", False
+
+
+async def write(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+    """Create or overwrite a file with ``content``, creating missing parent directories."""
+    argument = _short(_text(arguments, "path"))
+    if problem := _problem("write", arguments, WRITE_PARAMETERS):
+        return _failed(problem, argument)
+    raw: str = arguments["path"]
+    content: str = arguments["content"]
+    return await _offload("write", raw, argument, partial(_write, raw, _resolve(ctx, raw), content))
+
+
+def _write(raw: str, path: Path, content: str) -> tuple[str, bool]:
+    if path.is_dir():
+        return f"write: {raw} is a directory; give a file path.", True
+    existed = path.exists()
+    data = content.encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        return f"write: cannot write {raw}: {exc.strerror or exc}.", True
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    verb = "Overwrote" if existed else "Created"
+    return f"{verb} {raw}: {len(data):,} bytes, {lines:,} lines.", False
+
+
+# --- shell -----------------------------------------------------------------------------------
+
+
+async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+    """Run a command with ``bash -lc`` in cwd: stdout and stderr interleaved, then the exit
+    code. A non-zero exit is an error; a timeout kills the command's whole process group."""
+    argument = _short(_text(arguments, "command"))
+    if problem := _problem("shell", arguments, SHELL_PARAMETERS):
+        return _failed(problem, argument)
+    command: str = arguments["command"]
+    if not command.strip():
+        return _failed("shell: command is empty.", argument)
+    try:
+        process = await anyio.open_process(
+            ["/bin/bash", "-lc", command],
+            cwd=ctx.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so a kill reaches grandchildren
+        )
+    except OSError as exc:
+        return _failed(f"shell: cannot start /bin/bash in {ctx.cwd}: {exc}.", argument)
+    kept = _HeadTail(ctx.output_cap)
+    try:
+        timed_out = await _supervise(process, kept, ctx.shell_timeout)
+    finally:
+        if process.returncode is None:  # cancelled from outside: leave nothing running
+            _kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    output = kept.text()
+    if output and not output.endswith("\n"):
+        output += "\n"
+    if timed_out:
+        note = f"[timed out after {ctx.shell_timeout:g} s; killed its process group]"
+        return _failed(output + note, argument)
+    code = process.returncode
+    return ToolOutcome(f"{output or _NO_OUTPUT}[exit code {code}]", code != 0, argument)
+
+
+async def _supervise(process: anyio.abc.Process, kept: _HeadTail, limit: float) -> bool:
+    """Collect output until the command exits or ``limit`` seconds pass; True if it timed out.
+    Background jobs the command left in its group are killed once it exits, since no later
+    call could reach them; the drain grace covers any that escaped the group."""
+    assert process.stdout is not None
+    stdout = process.stdout
+    drained = anyio.Event()
+
+    async def drain() -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        async for chunk in stdout:
+            kept.feed(decoder.decode(chunk))
+        kept.feed(decoder.decode(b"", final=True))
+        drained.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(drain)
+        with anyio.move_on_after(limit) as deadline:
+            await process.wait()
+        _kill_group(process.pid)
+        with anyio.move_on_after(_DRAIN_GRACE):
+            await drained.wait()
+        group.cancel_scope.cancel()
+    return deadline.cancelled_caught
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+        os.killpg(pgid, signal.SIGKILL)
+
+
+# --- registry --------------------------------------------------------------------------------
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            "read",
+            "Read a text file. Returns its lines numbered like `cat -n`, up to a line limit; "
+            "the output says how to read on. Use offset and limit for long files. "
+            "Refuses directories (use search with a glob) and binary files.",
+            READ_PARAMETERS,
+            read,
+        ),
+        Tool(
+            "search",
+            "Search files. With pattern, returns matching lines as path:line:text; with "
+            "glob alone, lists matching files. Skips .git, node_modules and virtualenvs, "
+            f"and stops at {MAX_MATCHES} matches or {MAX_FILES} files.",
+            SEARCH_PARAMETERS,
+            search,
+        ),
+        Tool(
+            "edit",
+            "Replace exact text in a file. old_string must match the file exactly, "
+            "whitespace included, and occur once unless replace_all is true. Read the file "
+            "first.",
+            EDIT_PARAMETERS,
+            edit,
+        ),
+        Tool(
+            "write",
+            "Create or overwrite a file with the given content, creating parent directories. "
+            "Prefer edit for changes to an existing file.",
+            WRITE_PARAMETERS,
+            write,
+        ),
+        Tool(
+            "shell",
+            "Run a bash command in the working directory and return its combined stdout and "
+            "stderr with the exit code. No stdin; each call is a fresh shell; long output "
+            "keeps its head and tail; a command that runs past the timeout is killed.",
+            SHELL_PARAMETERS,
+            shell,
+        ),
+    )
+}
+
+
+async def run_tool(name: str, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+    """Run the tool ``name``. Unknown names, bad arguments and anything unexpected come back as
+    an error outcome, never an exception, so one bad call cannot end the loop."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        return _failed(f"Unknown tool {name!r}; the tools are {', '.join(TOOLS)}.", "")
+    try:
+        return await tool.run(ctx, arguments)
+    except Exception as exc:
+        log.exception("tool_crashed", tool=name)
+        return _failed(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", "")

@@ -1,0 +1,149 @@
+"""The composition root: settings, the log, providers, the curator, the runtime, the engines
+and the HTTP server, wired once; and the daemon's lifecycle (readiness, SIGTERM).
+
+This is the one module in ``condensate`` that imports ``adapters``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import anyio
+import structlog
+from aiohttp import web
+
+from adapters import ENGINES
+from condensate.curator import Curator
+from condensate.engine import Engines
+from condensate.meter import ModelWindow
+from condensate.providers import ModelClient, make_client, parse_model
+from condensate.providers.windows import resolve_window
+from condensate.runtime import Runtime
+from condensate.server import Guard, make_app
+from condensate.settings import Settings
+from condensate.store import EventLog
+
+log = structlog.get_logger()
+
+TOKEN_FILE = "token"  # noqa: S105 - a file name, not a secret
+DAEMON_FILE = "daemon.json"
+
+
+def ensure_token(home: Path) -> str:
+    """The bearer token, written at first start with mode 0600 and kept after."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = home / TOKEN_FILE
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(32)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token + "\n")
+    return token
+
+
+def allowed_hosts(settings: Settings, port: int) -> frozenset[str]:
+    names = {settings.host, "127.0.0.1", "localhost", *settings.allowed_hosts}
+    if settings.host in ("0.0.0.0", "::"):  # noqa: S104 - compared, not bound
+        names.discard(settings.host)
+    return frozenset({n.lower() for n in names} | {f"{n.lower()}:{port}" for n in names})
+
+
+def notify_systemd(settings: Settings, state: str) -> None:
+    """sd_notify without libsystemd: one datagram to $NOTIFY_SOCKET, when systemd set it."""
+    address = settings.notify_socket
+    if not address:
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.connect(address)
+        sock.sendall(state.encode())
+
+
+@dataclass
+class Daemon:
+    """A running daemon: its runtime, the URL it serves and its token."""
+
+    runtime: Runtime
+    url: str
+    token: str
+
+
+@asynccontextmanager
+async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterator[Daemon]:
+    """Start everything, recover the threads, serve; stop cleanly on exit."""
+    token = ensure_token(settings.home)
+    event_log = EventLog.open(settings.db_path)
+    providers = settings.providers()
+    async with aiohttp.ClientSession() as session:
+        clients: dict[str, ModelClient] = {}
+
+        def client_for(model: str) -> ModelClient:
+            if model not in clients:
+                clients[model] = make_client(model, providers, session)
+            return clients[model]
+
+        async def window_for(model: str) -> ModelWindow:
+            name = parse_model(model)
+            return await resolve_window(
+                session, name, providers.endpoint(name.provider), settings.model_windows
+            )
+
+        curator = Curator(settings.curator(), client_for, session)
+        runtime = Runtime(settings, event_log, engines, curator, client_for, window_for)
+        runner: web.AppRunner | None = None
+        try:
+            async with anyio.create_task_group() as tasks:
+                runtime.bind(tasks)
+                await runtime.recover()
+                guard = Guard(token, frozenset())
+                runner = web.AppRunner(make_app(runtime, guard), access_log=None)
+                await runner.setup()
+                site = web.TCPSite(runner, settings.host, settings.port)
+                await site.start()
+                port = _bound_port(runner, settings.port)
+                guard.hosts = allowed_hosts(settings, port)
+                url = f"http://{settings.host}:{port}"
+                (settings.home / DAEMON_FILE).write_text(
+                    json.dumps({"url": url, "pid": os.getpid()})
+                )
+                log.info("daemon_ready", url=url, db=str(settings.db_path))
+                notify_systemd(settings, "READY=1")
+                try:
+                    yield Daemon(runtime, url, token)
+                finally:
+                    notify_systemd(settings, "STOPPING=1")
+                    tasks.cancel_scope.cancel()
+        finally:
+            if runner is not None:
+                await runner.cleanup()
+            for thread in runtime.threads.values():
+                await thread.engine.close()
+            event_log.close()
+            log.info("daemon_stopped")
+
+
+def _bound_port(runner: web.AppRunner, wanted: int) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return wanted
+
+
+async def serve(settings: Settings) -> None:
+    """``condensate serve``: run until SIGTERM or SIGINT."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with running(settings):
+            async for received in signals:
+                log.info("daemon_stopping", signal=signal.Signals(received).name)
+                break

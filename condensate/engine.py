@@ -1,0 +1,99 @@
+"""The seam between the runtime and the engines in ``adapters/``.
+
+An engine runs one turn of a thread at a time through a ``TurnContext``: it reads the view,
+appends events, and calls ``checkpoint`` where its engine allows a window (before every model
+call for the native loop; after tool use for Claude Code; after a turn for Codex). The runtime
+implements the context; the engines never touch the store, the planner or the curator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar, Literal, Protocol
+
+from condensate.events import Engine, Event, Stored, Window
+from condensate.meter import ContextUsage
+from condensate.projector import Projection
+from condensate.providers import ModelClient
+
+
+@dataclass(frozen=True)
+class ThreadSpec:
+    """What a thread is: set once, in its ``thread.created`` event."""
+
+    engine: Engine
+    model: str
+    cwd: str
+    brief: str
+    persona: str = ""
+    tools: tuple[str, ...] = ()
+    permissions: str = "default"
+    head: bool = False
+    parent: str | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a window check decided. ``window`` is set when one was taken (an engine that
+    restarts sessions applies it); ``stop`` holds the reason when the turn must end."""
+
+    usage: ContextUsage
+    window: Window | None = None
+    stop: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    outcome: Literal["completed", "stopped", "interrupted", "failed"]
+    reason: str = ""
+    last_text: str = ""
+
+
+class TurnContext(Protocol):
+    """What an engine may do during a turn."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def spec(self) -> ThreadSpec: ...
+
+    @property
+    def view(self) -> Projection: ...
+
+    async def append(self, events: Event | Sequence[Event]) -> list[Stored]: ...
+
+    async def checkpoint(self) -> Checkpoint: ...
+
+    def client(self) -> ModelClient: ...
+
+    async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str: ...
+
+    async def join(self, child_id: str, call_id: str) -> str: ...
+
+    def now(self) -> datetime: ...
+
+
+class EngineAdapter(Protocol):
+    """Drives one engine for one thread. Implementations live in ``adapters/``."""
+
+    name: ClassVar[str]
+
+    def baseline(self, spec: ThreadSpec) -> int:
+        """Tokens of the fixed part of every prompt: system prompt, tool schemas, skills."""
+        ...
+
+    async def run_turn(self, ctx: TurnContext) -> TurnOutcome: ...
+
+    async def apply_window(self, window: Window, view: Projection) -> None:
+        """A window was taken outside the engine's own checkpoint (an ask's deadline): apply
+        it the engine's way. The native loop needs nothing; it projects every call."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+EngineFactory = Callable[[ThreadSpec], EngineAdapter]
+Engines = Mapping[str, EngineFactory]

@@ -1,0 +1,67 @@
+"""The view as provider messages, for the native loop. Pure.
+
+Entries map to blocks: user text, assistant text, thinking and tool calls, tool results (a
+cleared one carries its receipt), the summary and the drop notice as user text. Consecutive
+blocks of one role merge into one message, so a batch's results travel together in the user
+message right after the calls, as the Messages API requires.
+"""
+
+from __future__ import annotations
+
+from condensate.events import AssistantMessage, ToolResult, UserMessage, Window
+from condensate.projector import DROP_NOTICE, Entry, Projection
+from condensate.providers.types import Block, Message, Text, Thinking, ToolOutput, ToolUse
+
+SUMMARY_OPEN = "<summary>"
+SUMMARY_CLOSE = "</summary>"
+
+
+def _blocks(entry: Entry) -> tuple[str, list[Block]]:
+    event = entry.event
+    if entry.role == "tool":
+        if entry.receipt is not None:
+            return "user", [ToolOutput(entry.call_id, entry.receipt)]
+        assert isinstance(event, ToolResult)
+        return "user", [ToolOutput(event.call_id, event.output, event.is_error)]
+    match event:
+        case UserMessage(text=text):
+            return "user", [Text(text)]
+        case AssistantMessage():
+            blocks: list[Block] = [Thinking(t.text, t.signature) for t in event.thinking]
+            if event.text:
+                blocks.append(Text(event.text))
+            blocks += [ToolUse(c.id, c.name, c.arguments) for c in event.tool_calls]
+            return "assistant", blocks
+        case Window(window_kind="summary", summary=summary):
+            text = (
+                "Condensate replaced the earlier part of this conversation with this summary:\n"
+                f"{SUMMARY_OPEN}\n{summary or ''}\n{SUMMARY_CLOSE}"
+            )
+            return "user", [Text(text)]
+        case Window():
+            return "user", [Text(DROP_NOTICE)]
+        case _:
+            return "user", []
+
+
+def to_messages(view: Projection) -> list[Message]:
+    """The history part of the next prompt (the baseline goes in ``system`` and ``tools``)."""
+    messages: list[Message] = []
+    for entry in view.entries:
+        role, blocks = _blocks(entry)
+        if not blocks:
+            continue
+        if messages and messages[-1].role == role:
+            merged = _merge(messages[-1].content, blocks)
+            messages[-1] = Message(role, merged)
+        else:
+            messages.append(Message(role, tuple(blocks)))  # type: ignore[arg-type]
+    return messages
+
+
+def _merge(first: tuple[Block, ...], second: list[Block]) -> tuple[Block, ...]:
+    """Tool outputs first: the Messages API wants a batch's results before any text."""
+    blocks = [*first, *second]
+    outputs = [b for b in blocks if isinstance(b, ToolOutput)]
+    others = [b for b in blocks if not isinstance(b, ToolOutput)]
+    return (*outputs, *others)

@@ -1,0 +1,574 @@
+"""The runtime: threads, their turns, window checks, asks and queued compactions.
+
+Every change goes through ``append``: the event is written to the log, then folded into the
+thread's in-memory projection, so the view in memory is always the log's view. After a restart
+``recover`` rebuilds each thread from its snapshot and log, reports a turn the restart cut off
+(closing any tool batch it left open), and resumes that turn. Background work (turns, ask
+deadlines) runs in the runtime's task group.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from condensate import planner as planning
+from condensate.curator import Curator, Miss, carry_out
+from condensate.engine import Checkpoint, EngineAdapter, Engines, ThreadSpec, TurnOutcome
+from condensate.errors import CondensateError, Refused
+from condensate.events import (
+    AskAnswered,
+    AskOpened,
+    AssistantMessage,
+    ChildJoined,
+    ChildSpawned,
+    CompactionRequested,
+    Event,
+    Stored,
+    SystemLine,
+    ThreadCreated,
+    ToolResult,
+    TurnEnded,
+    TurnStarted,
+    UserMessage,
+    Window,
+    now_utc,
+)
+from condensate.meter import ContextUsage, ModelWindow, measure
+from condensate.planner import Ask, Cut, HoldBack, PlannerSettings, Proceed, Stop
+from condensate.preview import Preview, preview
+from condensate.projector import Projection
+from condensate.providers import ModelClient
+from condensate.rebuild import checkpoint as save_snapshot
+from condensate.rebuild import rebuild
+from condensate.settings import Settings
+from condensate.store import EventLog
+from condensate.tokens import counter_for
+
+log = structlog.get_logger()
+
+SNAPSHOT_EVERY = 1_000
+STOPPED_BY_DAEMON = "the daemon stopped during this turn"
+MAX_CUTS_PER_CHECK = 3
+
+
+@dataclass
+class Thread:
+    """A thread in memory: its spec, its projection and what is running for it."""
+
+    thread_id: str
+    spec: ThreadSpec
+    projection: Projection
+    window: ModelWindow
+    engine: EngineAdapter
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+    running: bool = False
+    seats: dict[str, str] = field(default_factory=dict)
+    """Seat id -> the engine's own session id, when it has one."""
+    snapshot_at: int = 0
+    turn_done: anyio.Event = field(default_factory=anyio.Event)
+
+    def notify(self) -> None:
+        self.changed.set()
+        self.changed = anyio.Event()
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    log: EventLog
+    engines: Engines
+    curator: Curator
+    client_for: Callable[[str], ModelClient]
+    window_for: Callable[[str], Awaitable[ModelWindow]]
+    clock: Callable[[], datetime] = now_utc
+    threads: dict[str, Thread] = field(default_factory=dict)
+    _tasks: TaskGroup | None = None
+
+    @property
+    def planner_settings(self) -> PlannerSettings:
+        return self.settings.planner()
+
+    def bind(self, tasks: TaskGroup) -> None:
+        """Background work (turns, ask deadlines) runs in ``tasks``."""
+        self._tasks = tasks
+
+    def _spawn_task(self, fn: Callable[..., Any], *args: Any, name: str) -> None:
+        if self._tasks is None:
+            msg = "The runtime was not bound to a task group."
+            raise CondensateError(msg)
+        self._tasks.start_soon(fn, *args, name=name)
+
+    # -- the log ---------------------------------------------------------------------------
+
+    async def append(self, thread: Thread, events: Event | Sequence[Event]) -> list[Stored]:
+        """Write to the log, then fold into the view: the view never runs ahead of the log."""
+        batch = [events] if not isinstance(events, Sequence) else list(events)
+        counter = counter_for(thread.spec.model)
+        stored = await anyio.to_thread.run_sync(
+            lambda: self.log.append(thread.thread_id, batch, counter)
+        )
+        for item in stored:
+            thread.projection.apply(item)
+        if thread.projection.last_seq - thread.snapshot_at >= SNAPSHOT_EVERY:
+            projection = thread.projection
+            thread.snapshot_at = await anyio.to_thread.run_sync(
+                lambda: save_snapshot(self.log, projection)
+            )
+        thread.notify()
+        return stored
+
+    def get(self, thread_id: str) -> Thread:
+        thread = self.threads.get(thread_id)
+        if thread is None:
+            raise Refused(
+                code="unknown-thread", detail=f"There is no thread {thread_id!r}.", status=404
+            )
+        return thread
+
+    def usage(self, thread: Thread) -> ContextUsage:
+        return measure(thread.projection, thread.window, self.settings.ceilings())
+
+    # -- threads and turns --------------------------------------------------------------------
+
+    async def create(self, spec: ThreadSpec, thread_id: str | None = None) -> Thread:
+        """Start a thread: its identity, its brief, and its first turn."""
+        if spec.engine not in self.engines:
+            known = ", ".join(sorted(self.engines))
+            raise Refused(
+                code="unknown-engine", detail=f"Engine {spec.engine!r} is not one of: {known}."
+            )
+        thread_id = thread_id or f"t-{uuid.uuid4().hex[:12]}"
+        engine = self.engines[spec.engine](spec)
+        thread = Thread(thread_id, spec, Projection(), await self.window_for(spec.model), engine)
+        thread.seats["main"] = ""
+        self.threads[thread_id] = thread
+        created = ThreadCreated(
+            at=self.clock(),
+            engine=spec.engine,
+            model=spec.model,
+            cwd=spec.cwd,
+            persona=spec.persona,
+            tools=spec.tools,
+            permissions=spec.permissions,
+            head=spec.head,
+            parent=spec.parent,
+            baseline_tokens=engine.baseline(spec),
+        )
+        await self.append(
+            thread,
+            [
+                created,
+                UserMessage(
+                    at=self.clock(), text=spec.brief, author="parent" if spec.parent else "human"
+                ),
+            ],
+        )
+        self.start_turn(thread, "human" if spec.parent is None else "child")
+        log.info("thread_created", thread=thread_id, engine=spec.engine, model=spec.model)
+        return thread
+
+    async def steer(self, thread: Thread, text: str, *, pinned: bool = False) -> Stored:
+        """A human message: joins the running turn at its next call, or starts a turn. It is
+        logged at once; the view keeps a batch's results together around it."""
+        (stored,) = await self.append(
+            thread, UserMessage(at=self.clock(), text=text, pinned=pinned)
+        )
+        if not thread.running:
+            self.start_turn(thread, "human")
+        return stored
+
+    def start_turn(
+        self, thread: Thread, cause: Literal["human", "child", "resume", "queued"]
+    ) -> None:
+        if thread.running:
+            return
+        thread.running = True
+        thread.turn_done = anyio.Event()
+        self._spawn_task(self._turn, thread, cause, name=f"turn {thread.thread_id}")
+
+    async def _turn(
+        self, thread: Thread, cause: Literal["human", "child", "resume", "queued"]
+    ) -> None:
+        outcome = TurnOutcome("failed", "the turn did not finish")
+        try:
+            await self.append(thread, TurnStarted(at=self.clock(), cause=cause))
+            outcome = await thread.engine.run_turn(_Context(self, thread))
+        except CondensateError as exc:
+            outcome = TurnOutcome("failed", str(exc))
+            log.warning("turn_failed", thread=thread.thread_id, error=str(exc))
+        except anyio.get_cancelled_exc_class():
+            outcome = TurnOutcome("interrupted", STOPPED_BY_DAEMON)
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.append(
+                    thread,
+                    TurnEnded(at=self.clock(), outcome=outcome.outcome, reason=outcome.reason),
+                )
+                thread.running = False
+                thread.turn_done.set()
+        if self._has_unanswered_input(thread):
+            self.start_turn(thread, "queued")
+
+    @staticmethod
+    def _has_unanswered_input(thread: Thread) -> bool:
+        """A human message arrived after the last model reply of the turn that just ended."""
+        for entry in reversed(thread.projection.entries):
+            if entry.role == "assistant":
+                return False
+            if entry.role == "user" and entry.seq != thread.projection.brief_seq:
+                return True
+        return False
+
+    # -- the window check ---------------------------------------------------------------------
+
+    async def checkpoint(self, thread: Thread) -> Checkpoint:
+        """Measure, plan, and carry the decision out. Called before model calls (native) or
+        at the engine's own checkpoint."""
+        taken: Window | None = None
+        for _ in range(MAX_CUTS_PER_CHECK):
+            usage = self.usage(thread)
+            decision = planning.plan(thread.projection, usage, self.planner_settings, self.clock())
+            match decision:
+                case Proceed():
+                    return Checkpoint(usage, taken)
+                case HoldBack(line=line):
+                    if line is not None:
+                        await self.append(
+                            thread, SystemLine(at=self.clock(), code=line[0], text=line[1])
+                        )
+                    return Checkpoint(usage, taken)
+                case Ask():
+                    await self._open_ask(thread, decision)
+                    return Checkpoint(usage, taken)
+                case Stop(reason=reason):
+                    await self.append(
+                        thread,
+                        SystemLine(
+                            at=self.clock(),
+                            code="turn-stopped",
+                            text=f"The turn stopped: {reason}.",
+                        ),
+                    )
+                    return Checkpoint(usage, taken, stop=reason)
+                case Cut():
+                    window = await self._carry_out(thread, decision)
+                    if window is None:
+                        return Checkpoint(usage, taken)
+                    taken = window
+        return Checkpoint(self.usage(thread), taken)
+
+    async def _carry_out(self, thread: Thread, cut: Cut) -> Window | None:
+        result = None
+        if cut.needs_curator:
+            result = await self.curator.summarize(thread.projection, cut, thread.spec.model)
+        window = carry_out(cut, result, thread.projection.last_seq, self.clock())
+        if window is None:
+            reason = result.reason if isinstance(result, Miss) else "no summary"
+            await self.append(
+                thread,
+                SystemLine(
+                    at=self.clock(),
+                    code="summary-missed",
+                    text=f"No summary arrived before the deadline ({reason}); the cut waits "
+                    "and the turn goes on uncut.",
+                ),
+            )
+            return None
+        (stored,) = await self.append(thread, window)
+        assert isinstance(stored.event, Window)
+        log.info(
+            "window_taken",
+            thread=thread.thread_id,
+            kind=window.window_kind,
+            forced=window.forced,
+            freed=cut.freed,
+            author=window.author,
+        )
+        return stored.event
+
+    # -- asks and queued compactions -----------------------------------------------------------
+
+    async def _open_ask(self, thread: Thread, ask: Ask) -> None:
+        event = AskOpened(
+            at=self.clock(),
+            ask_id=f"ask-{uuid.uuid4().hex[:8]}",
+            deadline=ask.deadline,
+            used=ask.usage.used,
+            line=ask.usage.line,
+            seat="main",
+        )
+        await self.append(thread, event)
+        self._spawn_task(self._ask_deadline, thread, event, name=f"ask {event.ask_id}")
+
+    async def _ask_deadline(self, thread: Thread, ask: AskOpened) -> None:
+        """Nobody answered in time: the runtime cuts on its own curator summary."""
+        await anyio.sleep(max((ask.deadline - self.clock()).total_seconds(), 0))
+        current = thread.projection.ask
+        if current is None or current.ask_id != ask.ask_id:
+            return
+        async with thread.lock:
+            done = await self.checkpoint(thread)
+        if done.window is not None:
+            await thread.engine.apply_window(done.window, thread.projection)
+
+    def compaction(self, thread: Thread) -> dict[str, Any]:
+        """The pending ask, any requested compaction, and a preview of a cut."""
+        view = thread.projection
+        usage = self.usage(thread)
+        shown: Preview = preview(view, usage, self.planner_settings)
+        return {
+            "ask": None if view.ask is None else view.ask.model_dump(mode="json"),
+            "requested": None
+            if view.requested is None
+            else {
+                "seq": view.requested.seq,
+                "mode": view.requested.mode,
+                "by": view.requested.by,
+                "keepFrom": view.requested.keep_from,
+                "summary": view.requested.summary,
+            },
+            "preview": shown.as_json(),
+            "usage": {"used": usage.used, "line": usage.line, "ceiling": usage.ceiling},
+        }
+
+    async def answer(
+        self,
+        thread: Thread,
+        *,
+        mode: Literal["summary", "microcompact", "decline"],
+        by: Literal["thread", "operator"],
+        keep_from: int | None = None,
+        summary: str | None = None,
+        reason: str = "",
+        seat: str | None = None,
+    ) -> Stored:
+        """Answer the pending ask, or with nothing pending queue a compaction."""
+        if len(thread.seats) > 1 and seat is None:
+            raise Refused(
+                code="seat-required",
+                detail="This thread has more than one session; say which with 'seat'.",
+                status=400,
+            )
+        if seat is not None and seat not in thread.seats:
+            raise Refused(
+                code="unknown-seat",
+                detail=f"Thread {thread.thread_id} has no seat {seat!r}.",
+                status=404,
+            )
+        async with thread.lock:
+            ask = thread.projection.ask
+            if ask is not None:
+                (stored,) = await self.append(
+                    thread,
+                    AskAnswered(
+                        at=self.clock(),
+                        ask_id=ask.ask_id,
+                        mode=mode,
+                        by=by,
+                        summary=summary,
+                        keep_from=keep_from,
+                        reason=reason,
+                        seat=seat,
+                    ),
+                )
+            elif mode == "decline":
+                raise Refused(
+                    code="nothing-pending", detail="There is no pending ask to decline.", status=409
+                )
+            else:
+                (stored,) = await self.append(
+                    thread,
+                    CompactionRequested(
+                        at=self.clock(),
+                        mode=mode,
+                        by=by,
+                        summary=summary,
+                        keep_from=keep_from,
+                        reason=reason,
+                        seat=seat,
+                    ),
+                )
+        return stored
+
+    # -- children -------------------------------------------------------------------------
+
+    async def spawn_child(self, parent: Thread, brief: str, call_id: str, model: str | None) -> str:
+        spec = ThreadSpec(
+            engine=parent.spec.engine,
+            model=model or parent.spec.model,
+            cwd=parent.spec.cwd,
+            brief=brief,
+            persona=parent.spec.persona,
+            tools=parent.spec.tools,
+            permissions=parent.spec.permissions,
+            head=False,
+            parent=parent.thread_id,
+        )
+        child_id = f"t-{uuid.uuid4().hex[:12]}"
+        await self.append(
+            parent, ChildSpawned(at=self.clock(), child_id=child_id, brief=brief, call_id=call_id)
+        )
+        await self.create(spec, thread_id=child_id)
+        return child_id
+
+    async def join_child(self, parent: Thread, child_id: str, call_id: str) -> str:
+        if child_id not in parent.projection.unjoined:
+            raise Refused(
+                code="unknown-child",
+                detail=f"{child_id!r} is not an unjoined child of this thread.",
+            )
+        child = self.get(child_id)
+        while child.running:
+            await child.turn_done.wait()
+        result = _last_text(child.projection)
+        await self.append(
+            parent, ChildJoined(at=self.clock(), child_id=child_id, result=result, call_id=call_id)
+        )
+        return result
+
+    # -- restart --------------------------------------------------------------------------
+
+    async def recover(self) -> list[str]:
+        """Rebuild every thread from the log; report and resume turns a restart cut off."""
+        resumed: list[str] = []
+        for thread_id in await anyio.to_thread.run_sync(self.log.thread_ids):
+            projection = await anyio.to_thread.run_sync(partial(rebuild, self.log, thread_id))
+            created = await anyio.to_thread.run_sync(partial(self.log.read, thread_id, 1))
+            if not isinstance(created.event, ThreadCreated):
+                continue
+            spec = _spec_of(created.event, projection)
+            if spec.engine not in self.engines:
+                log.warning("thread_engine_unavailable", thread=thread_id, engine=spec.engine)
+                continue
+            thread = Thread(
+                thread_id,
+                spec,
+                projection,
+                await self.window_for(spec.model),
+                self.engines[spec.engine](spec),
+            )
+            thread.seats["main"] = ""
+            thread.snapshot_at = projection.last_seq
+            self.threads[thread_id] = thread
+            if await self._close_cut_off_turn(thread):
+                resumed.append(thread_id)
+                self.start_turn(thread, "resume")
+        log.info("runtime_recovered", threads=len(self.threads), resumed=len(resumed))
+        return resumed
+
+    async def _close_cut_off_turn(self, thread: Thread) -> bool:
+        """Report a turn a kill left open (closing its open tool batch) and say whether to
+        resume it; a turn SIGTERM stopped was already reported."""
+        view = thread.projection
+        if not view.turn_open:
+            return view.last_turn_reason == STOPPED_BY_DAEMON
+        events: list[Event] = [
+            ToolResult(
+                at=self.clock(),
+                call_id=call_id,
+                tool=tool,
+                argument="",
+                output="Interrupted: the daemon stopped before this call finished; it "
+                "may have run in part. Check its effect before relying on it.",
+                is_error=True,
+            )
+            for call_id, tool in _open_calls(thread.projection)
+        ]
+        events += [
+            TurnEnded(at=self.clock(), outcome="interrupted", reason=STOPPED_BY_DAEMON),
+            SystemLine(
+                at=self.clock(),
+                code="turn-interrupted",
+                text="The daemon restarted during this turn; it resumes from the log.",
+            ),
+        ]
+        await self.append(thread, events)
+        return True
+
+
+def _open_calls(view: Projection) -> list[tuple[str, str]]:
+    answered = {e.call_id for e in view.entries if e.role == "tool"}
+    calls: list[tuple[str, str]] = []
+    for entry in view.entries:
+        if isinstance(entry.event, AssistantMessage):
+            calls += [(c.id, c.name) for c in entry.event.tool_calls if c.id not in answered]
+    return calls
+
+
+def _last_text(view: Projection) -> str:
+    for entry in reversed(view.entries):
+        if isinstance(entry.event, AssistantMessage) and entry.event.text:
+            return entry.event.text
+    return ""
+
+
+def _spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
+    brief = next(
+        (
+            e.event.text
+            for e in view.entries
+            if e.seq == view.brief_seq and isinstance(e.event, UserMessage)
+        ),
+        "",
+    )
+    return ThreadSpec(
+        engine=created.engine,
+        model=created.model,
+        cwd=created.cwd,
+        brief=brief,
+        persona=created.persona,
+        tools=created.tools,
+        permissions=created.permissions,
+        head=created.head,
+        parent=created.parent,
+    )
+
+
+@dataclass
+class _Context:
+    """A TurnContext over one thread of the runtime."""
+
+    runtime: Runtime
+    thread: Thread
+
+    @property
+    def thread_id(self) -> str:
+        return self.thread.thread_id
+
+    @property
+    def spec(self) -> ThreadSpec:
+        return self.thread.spec
+
+    @property
+    def view(self) -> Projection:
+        return self.thread.projection
+
+    async def append(self, events: Event | Sequence[Event]) -> list[Stored]:
+        return await self.runtime.append(self.thread, events)
+
+    async def checkpoint(self) -> Checkpoint:
+        async with self.thread.lock:
+            return await self.runtime.checkpoint(self.thread)
+
+    def client(self) -> ModelClient:
+        return self.runtime.client_for(self.thread.spec.model)
+
+    async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str:
+        return await self.runtime.spawn_child(self.thread, brief, call_id, model)
+
+    async def join(self, child_id: str, call_id: str) -> str:
+        return await self.runtime.join_child(self.thread, child_id, call_id)
+
+    def now(self) -> datetime:
+        return self.runtime.clock()

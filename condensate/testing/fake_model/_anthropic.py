@@ -1,0 +1,308 @@
+"""The Anthropic Messages API: ``POST /v1/messages`` (JSON, or SSE in the event order Claude Code
+accepted), ``POST /v1/messages/count_tokens`` and the Anthropic shape of ``GET /v1/models``.
+Errors use the real body ``{"type":"error","error":{...},"request_id":...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from condensate.testing.fake_model._accounting import Bill, anthropic_blocks, count_blocks
+from condensate.testing.fake_model._script import Fail, Text, ToolCalls
+from condensate.testing.fake_model._state import Turn
+from condensate.testing.fake_model._wire import (
+    STATE,
+    BadRequest,
+    EventStream,
+    Pace,
+    arguments_object,
+    call_id,
+    model_of,
+    output_tokens,
+    read_json,
+    record,
+)
+
+_ERRORS: dict[int, tuple[str, str]] = {
+    400: ("invalid_request_error", "Invalid request."),
+    401: ("authentication_error", "invalid x-api-key"),
+    403: (
+        "permission_error",
+        "Your API key does not have permission to use the specified resource.",
+    ),
+    404: ("not_found_error", "Not found."),
+    413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
+    429: (
+        "rate_limit_error",
+        "This request would exceed the rate limit for your organization of 30,000 input tokens "
+        "per minute. Please try again later.",
+    ),
+    500: ("api_error", "Internal server error"),
+    529: ("overloaded_error", "Overloaded"),
+}
+
+
+def _request_id() -> str:
+    return f"req_fake{uuid.uuid4().hex[:20]}"
+
+
+def retry_after_header(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+
+
+def error_response(
+    status: int,
+    error_type: str | None = None,
+    message: str | None = None,
+    retry_after: float | None = None,
+) -> web.Response:
+    """The real Anthropic error body and ``request-id`` header for ``status``."""
+    fallback = (
+        ("api_error", "Internal server error")
+        if status >= 500
+        else ("invalid_request_error", "Error")
+    )
+    default_type, default_message = _ERRORS.get(status, fallback)
+    request_id = _request_id()
+    body = {
+        "type": "error",
+        "error": {"type": error_type or default_type, "message": message or default_message},
+        "request_id": request_id,
+    }
+    headers = {"request-id": request_id}
+    if retry_after is not None:
+        headers["retry-after"] = retry_after_header(retry_after)
+    return web.json_response(body, status=status, headers=headers)
+
+
+def unauthorized(headers: Mapping[str, str]) -> web.Response:
+    given = "x-api-key" in headers or "Authorization" in headers
+    return error_response(401, message=None if given else "x-api-key header is required")
+
+
+def _ids(message: Any, kind: str, key: str) -> list[str]:
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, list):
+        return []
+    return [str(b.get(key)) for b in content if isinstance(b, Mapping) and b.get("type") == kind]
+
+
+def check_pairing(messages: list[Any]) -> None:
+    """Raises the real 400 messages for unanswered ``tool_use`` and orphan ``tool_result``
+    blocks. ``role: "system"`` messages are skipped when finding the previous/next message."""
+    turns = [
+        (i, m)
+        for i, m in enumerate(messages)
+        if isinstance(m, Mapping) and m.get("role") != "system"
+    ]
+    for pos, (index, message) in enumerate(turns):
+        before = turns[pos - 1][1] if pos else None
+        after = turns[pos + 1][1] if pos + 1 < len(turns) else None
+        if message.get("role") == "assistant":
+            answered = _ids(after, "tool_result", "tool_use_id") if _role(after) == "user" else []
+            missing = [u for u in _ids(message, "tool_use", "id") if u not in answered]
+            if missing:
+                msg = (
+                    f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                    "corresponding `tool_result` block in the next message."
+                )
+                raise BadRequest(msg)
+        elif message.get("role") == "user" and isinstance(message.get("content"), list):
+            offered = _ids(before, "tool_use", "id") if _role(before) == "assistant" else []
+            for j, block in enumerate(message["content"]):
+                if not (isinstance(block, Mapping) and block.get("type") == "tool_result"):
+                    continue
+                if str(block.get("tool_use_id")) not in offered:
+                    msg = (
+                        f"messages.{index}.content.{j}: unexpected `tool_use_id` found in "
+                        f"`tool_result` blocks: {block.get('tool_use_id')}. Each `tool_result` "
+                        "block must have a corresponding `tool_use` block in the previous message."
+                    )
+                    raise BadRequest(msg)
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, Mapping) else None
+
+
+def _validate(body: Mapping[str, Any], *, generation: bool) -> str:
+    model = model_of(body)
+    if generation and "max_tokens" not in body:
+        msg = "max_tokens: Field required"
+        raise BadRequest(msg)
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        msg = "messages: Field required"
+        raise BadRequest(msg)
+    if not messages:
+        msg = "messages: at least one message is required"
+        raise BadRequest(msg)
+    check_pairing(messages)
+    return model
+
+
+def usage_json(bill: Bill, output: int) -> dict[str, int]:
+    return {
+        "input_tokens": bill.uncached,
+        "cache_creation_input_tokens": bill.cache_write,
+        "cache_read_input_tokens": bill.cache_read,
+        "output_tokens": output,
+    }
+
+
+def _blocks(turn: Turn, body: Text | ToolCalls) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if body.thinking is not None:
+        blocks.append(
+            {"type": "thinking", "thinking": body.thinking, "signature": _signature(turn)}
+        )
+    if isinstance(body, Text) or body.text:
+        blocks.append({"type": "text", "text": body.text})
+    for i, call in enumerate(body.calls if isinstance(body, ToolCalls) else []):
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call_id("toolu", turn, i, call),
+                "name": call.name,
+                "input": arguments_object(call),
+            }
+        )
+    return blocks
+
+
+def _signature(turn: Turn) -> str:
+    return f"fakesig{turn.number:06d}"
+
+
+async def messages(request: web.Request) -> web.StreamResponse:
+    body: Any = None
+    try:
+        body = await read_json(request)
+        model = _validate(body, generation=True)
+    except BadRequest as exc:
+        record(request, "anthropic", "messages", body, status=400, reply="invalid")
+        return error_response(400, message=str(exc))
+    turn = request.app[STATE].begin(model, anthropic_blocks(body))
+    if turn.refusal is not None:
+        record(request, "anthropic", "messages", body, status=400, reply=turn.kind, turn=turn)
+        text = f"prompt is too long: {turn.refusal.tokens} tokens > {turn.refusal.limit} maximum"
+        return error_response(400, message=text)
+    assert turn.plan is not None
+    reply = turn.plan.body
+    if isinstance(reply, Fail):
+        record(
+            request, "anthropic", "messages", body, status=reply.status, reply=turn.kind, turn=turn
+        )
+        return error_response(reply.status, reply.error_type, reply.message, reply.retry_after)
+    assert isinstance(reply, Text | ToolCalls)
+    output = output_tokens(turn, reply)
+    usage = usage_json(turn.reported(), output)
+    record(
+        request, "anthropic", "messages", body, status=200, reply=turn.kind, turn=turn, usage=usage
+    )
+    stop_reason = "tool_use" if isinstance(reply, ToolCalls) and reply.calls else "end_turn"
+    message = {
+        "id": f"msg_fake{turn.number:06d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _blocks(turn, reply),
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    if body.get("stream"):
+        return await _stream(request, turn, message)
+    await Pace.of(turn).whole(reply)
+    return web.json_response(message, headers={"request-id": _request_id()})
+
+
+async def _stream(request: web.Request, turn: Turn, message: dict[str, Any]) -> web.StreamResponse:
+    pace = Pace.of(turn)
+    stream = await EventStream.open(request, {"request-id": _request_id()})
+    usage = dict(message["usage"], output_tokens=1)
+    start = {**message, "content": [], "stop_reason": None, "usage": usage}
+    await _send(stream, {"type": "message_start", "message": start})
+    await _send(stream, {"type": "ping"})
+    for index, block in enumerate(message["content"]):
+        opening: dict[str, Any]
+        deltas: list[dict[str, Any]]
+        tail: list[dict[str, Any]] = []
+        if block["type"] == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": p} for p in pace.pieces(block["thinking"])
+            ]
+            tail = [{"type": "signature_delta", "signature": block["signature"]}]
+        elif block["type"] == "text":
+            opening = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in pace.pieces(block["text"])]
+        else:
+            opening = {**block, "input": {}}
+            raw = json.dumps(block["input"])
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in pace.pieces(raw)]
+        await _send(
+            stream, {"type": "content_block_start", "index": index, "content_block": opening}
+        )
+        for delta in deltas:
+            await pace.wait(stream)
+            await _send(stream, {"type": "content_block_delta", "index": index, "delta": delta})
+        for delta in tail:
+            await _send(stream, {"type": "content_block_delta", "index": index, "delta": delta})
+        await _send(stream, {"type": "content_block_stop", "index": index})
+    await _send(
+        stream,
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": message["usage"]["output_tokens"]},
+        },
+    )
+    await _send(stream, {"type": "message_stop"})
+    return await stream.close()
+
+
+async def _send(stream: EventStream, data: dict[str, Any]) -> None:
+    await stream.send(data, event=data["type"])
+
+
+async def count_tokens(request: web.Request) -> web.Response:
+    body: Any = None
+    try:
+        body = await read_json(request)
+        model = _validate(body, generation=False)
+    except BadRequest as exc:
+        record(request, "anthropic", "count_tokens", body, status=400, reply="invalid")
+        return error_response(400, message=str(exc))
+    tokens = sum(count_blocks(model, anthropic_blocks(body)))
+    record(
+        request,
+        "anthropic",
+        "count_tokens",
+        body,
+        status=200,
+        reply="count_tokens",
+        model=model,
+        input_tokens=tokens,
+    )
+    return web.json_response({"input_tokens": tokens}, headers={"request-id": _request_id()})
+
+
+def models_json(names: list[str]) -> dict[str, Any]:
+    """The Anthropic ``GET /v1/models`` page, all on one page."""
+    data = [
+        {"type": "model", "id": n, "display_name": n, "created_at": "2025-09-29T00:00:00Z"}
+        for n in names
+    ]
+    return {
+        "data": data,
+        "has_more": False,
+        "first_id": names[0] if names else None,
+        "last_id": names[-1] if names else None,
+    }

@@ -1,0 +1,262 @@
+"""The OpenAI Responses API: ``POST /v1/responses`` as JSON or SSE in the event order Codex
+accepted, every event numbered by ``sequence_number``. A context refusal is an HTTP 400 or an
+HTTP 200 stream ending in ``response.failed``, as configured.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from condensate.testing.fake_model._accounting import responses_blocks
+from condensate.testing.fake_model._openai import (
+    CONTEXT_WINDOW_MESSAGE,
+    context_exceeded,
+    error_response,
+    fail_response,
+)
+from condensate.testing.fake_model._script import Fail, Text, ToolCalls
+from condensate.testing.fake_model._state import Turn
+from condensate.testing.fake_model._wire import (
+    STATE,
+    BadRequest,
+    EventStream,
+    Pace,
+    arguments_json,
+    call_id,
+    model_of,
+    output_tokens,
+    read_json,
+    reasoning_tokens,
+    record,
+)
+
+
+def _response(turn: Turn, body: dict[str, Any], status: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": f"resp_fake{turn.number:06d}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": body.get("instructions"),
+        "model": turn.model,
+        "output": [],
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "previous_response_id": body.get("previous_response_id"),
+        "reasoning": body.get("reasoning"),
+        "store": body.get("store", True),
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools", []),
+        "usage": None,
+        "metadata": body.get("metadata") or {},
+        **fields,
+    }
+
+
+def _items(turn: Turn, body: dict[str, Any], reply: Text | ToolCalls) -> list[dict[str, Any]]:
+    """The finished output items: reasoning, message, then one item per tool call."""
+    n = turn.number
+    items: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        item: dict[str, Any] = {
+            "type": "reasoning",
+            "id": f"rs_fake{n:06d}",
+            "summary": [{"type": "summary_text", "text": reply.thinking}],
+        }
+        if "reasoning.encrypted_content" in (body.get("include") or []):
+            item["encrypted_content"] = f"fake-encrypted-{n:06d}"
+        items.append(item)
+    if isinstance(reply, Text) or reply.text:
+        part = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
+        items.append(
+            {
+                "type": "message",
+                "id": f"msg_fake{n:06d}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [part],
+            }
+        )
+    for i, call in enumerate(reply.calls if isinstance(reply, ToolCalls) else []):
+        ident = {
+            "call_id": call_id("call", turn, i, call),
+            "name": call.name,
+            "status": "completed",
+        }
+        if isinstance(call.arguments, str):
+            items.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": f"ctc_fake{n:06d}x{i}",
+                    **ident,
+                    "input": call.arguments,
+                }
+            )
+        else:
+            items.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_fake{n:06d}x{i}",
+                    **ident,
+                    "arguments": arguments_json(call),
+                }
+            )
+    return items
+
+
+def _usage(turn: Turn, reply: Text | ToolCalls) -> dict[str, Any]:
+    bill = turn.reported()
+    output = output_tokens(turn, reply)
+    return {
+        "input_tokens": bill.total,
+        "input_tokens_details": {"cached_tokens": bill.cache_read},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": reasoning_tokens(turn.model, reply)},
+        "total_tokens": bill.total + output,
+    }
+
+
+async def responses(request: web.Request) -> web.StreamResponse:
+    body: Any = None
+    try:
+        body = await read_json(request)
+        model = model_of(body)
+        if "input" not in body:
+            msg = "Missing required parameter: 'input'."
+            raise BadRequest(msg)
+    except BadRequest as exc:
+        record(request, "openai", "responses", body, status=400, reply="invalid")
+        return error_response(400, message=str(exc))
+    turn = request.app[STATE].begin(model, responses_blocks(body))
+    streaming = bool(body.get("stream"))
+    if turn.refusal is not None:
+        if streaming and turn.refusal.mode == "stream":
+            record(request, "openai", "responses", body, status=200, reply=turn.kind, turn=turn)
+            return await _stream_failed(request, turn, body)
+        record(request, "openai", "responses", body, status=400, reply=turn.kind, turn=turn)
+        return context_exceeded(CONTEXT_WINDOW_MESSAGE, "input")
+    assert turn.plan is not None
+    reply = turn.plan.body
+    if isinstance(reply, Fail):
+        record(
+            request, "openai", "responses", body, status=reply.status, reply=turn.kind, turn=turn
+        )
+        return fail_response(reply)
+    assert isinstance(reply, Text | ToolCalls)
+    usage = _usage(turn, reply)
+    record(
+        request, "openai", "responses", body, status=200, reply=turn.kind, turn=turn, usage=usage
+    )
+    items = _items(turn, body, reply)
+    done = _response(turn, body, "completed", output=items, usage=usage)
+    if streaming:
+        return await _stream(request, turn, body, items, done)
+    await Pace.of(turn).whole(reply)
+    return web.json_response(done)
+
+
+class _Events:
+    """Numbers every event, as the real stream does."""
+
+    def __init__(self, stream: EventStream) -> None:
+        self.stream = stream
+        self.sequence = 0
+
+    async def send(self, kind: str, **fields: Any) -> None:
+        await self.stream.send(
+            {"type": kind, "sequence_number": self.sequence, **fields}, event=kind
+        )
+        self.sequence += 1
+
+
+async def _open(request: web.Request, turn: Turn, body: dict[str, Any]) -> _Events:
+    stream = await EventStream.open(request, {"x-request-id": f"req_fake{uuid.uuid4().hex[:20]}"})
+    events = _Events(stream)
+    started = _response(turn, body, "in_progress")
+    await events.send("response.created", response=started)
+    await events.send("response.in_progress", response=started)
+    return events
+
+
+async def _stream_failed(
+    request: web.Request, turn: Turn, body: dict[str, Any]
+) -> web.StreamResponse:
+    events = await _open(request, turn, body)
+    error = {"code": "context_length_exceeded", "message": CONTEXT_WINDOW_MESSAGE}
+    await events.send("response.failed", response=_response(turn, body, "failed", error=error))
+    return await events.stream.close()
+
+
+async def _stream(
+    request: web.Request,
+    turn: Turn,
+    body: dict[str, Any],
+    items: list[dict[str, Any]],
+    done: dict[str, Any],
+) -> web.StreamResponse:
+    pace = Pace.of(turn)
+    events = await _open(request, turn, body)
+    for index, item in enumerate(items):
+        at = {"item_id": item["id"], "output_index": index}
+        kind = item["type"]
+        opening: dict[str, Any]
+        part: dict[str, Any]
+        if kind == "reasoning":
+            await events.send(
+                "response.output_item.added", output_index=index, item={**item, "summary": []}
+            )
+            text = item["summary"][0]["text"]
+            part = {"type": "summary_text", "text": ""}
+            await events.send(
+                "response.reasoning_summary_part.added", **at, summary_index=0, part=part
+            )
+            for piece in pace.pieces(text):
+                await pace.wait(events.stream)
+                await events.send(
+                    "response.reasoning_summary_text.delta", **at, summary_index=0, delta=piece
+                )
+            await events.send(
+                "response.reasoning_summary_text.done", **at, summary_index=0, text=text
+            )
+            part = {"type": "summary_text", "text": text}
+            await events.send(
+                "response.reasoning_summary_part.done", **at, summary_index=0, part=part
+            )
+        elif kind == "message":
+            opening = {**item, "status": "in_progress", "content": []}
+            await events.send("response.output_item.added", output_index=index, item=opening)
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            await events.send("response.content_part.added", **at, content_index=0, part=part)
+            for piece in pace.pieces(text):
+                await pace.wait(events.stream)
+                await events.send(
+                    "response.output_text.delta", **at, content_index=0, delta=piece, logprobs=[]
+                )
+            await events.send(
+                "response.output_text.done", **at, content_index=0, text=text, logprobs=[]
+            )
+            await events.send(
+                "response.content_part.done", **at, content_index=0, part=item["content"][0]
+            )
+        else:
+            field = "arguments" if kind == "function_call" else "input"
+            prefix = (
+                "response.function_call_arguments"
+                if kind == "function_call"
+                else "response.custom_tool_call_input"
+            )
+            opening = {**item, field: "", "status": "in_progress"}
+            await events.send("response.output_item.added", output_index=index, item=opening)
+            for piece in pace.pieces(item[field]):
+                await pace.wait(events.stream)
+                await events.send(f"{prefix}.delta", **at, delta=piece)
+            await events.send(f"{prefix}.done", **at, **{field: item[field]})
+        await events.send("response.output_item.done", output_index=index, item=item)
+    await events.send("response.completed", response=done)
+    return await events.stream.close()
