@@ -27,6 +27,7 @@ from condensate.events import (
     ThinkingBlock,
     ToolCall,
     ToolResult,
+    UserMessage,
     Window,
 )
 from condensate.projector import Projection
@@ -57,12 +58,9 @@ CONTROL_TOOLS: dict[str, ToolSpec] = {
     ),
     "join": ToolSpec(
         "join",
-        "Wait for a child agent to finish its turn and return its final answer.",
-        {
-            "type": "object",
-            "properties": {"child_id": {"type": "string"}},
-            "required": ["child_id"],
-        },
+        "Wait for a child agent to finish its turn and return its final answer. Without "
+        "child_id, joins the most recently spawned child not yet joined.",
+        {"type": "object", "properties": {"child_id": {"type": "string"}}},
     ),
     "compact_context": ToolSpec(
         "compact_context",
@@ -130,6 +128,7 @@ class NativeEngine:
             check = await ctx.checkpoint()
             if check.stop is not None:
                 return TurnOutcome("stopped", check.stop, last_text)
+            sent_upto = ctx.view.last_seq
             request = Request(
                 model=model,
                 messages=tuple(to_messages(ctx.view)),
@@ -179,6 +178,8 @@ class NativeEngine:
                 ]
             )
             if not reply.tool_calls:
+                if _steered_since(ctx.view, sent_upto):
+                    continue  # a steer arrived while this call ran: answer it in this turn
                 return TurnOutcome("completed", "", last_text)
             for call in reply.tool_calls:
                 await ctx.append(await self._run(ctx, call))
@@ -205,7 +206,7 @@ class NativeEngine:
                         )
                     ]
                 case "join":
-                    child_id = str(args.get("child_id", ""))
+                    child_id = str(args.get("child_id") or _latest_child(ctx.view))
                     result = await ctx.join(child_id, call.id)
                     return [
                         ToolResult(
@@ -274,6 +275,20 @@ def _result(call: ToolCall, outcome: ToolOutcome, at: Any) -> ToolResult:
         output=outcome.output,
         is_error=outcome.is_error,
     )
+
+
+def _steered_since(view: Projection, seq: int) -> bool:
+    """A human message was logged after ``seq`` (what the last request contained)."""
+    for entry in reversed(view.entries):
+        if entry.seq <= seq:
+            return False
+        if isinstance(entry.event, UserMessage) and entry.event.author == "human":
+            return True
+    return False
+
+
+def _latest_child(view: Projection) -> str:
+    return max(view.unjoined, key=lambda child: view.unjoined[child], default="")
 
 
 def _optional(args: dict[str, Any], key: str) -> str | None:

@@ -36,6 +36,9 @@ class ContextUsage:
     anchored: bool
     resolved: bool
     hard_limit: int
+    """Past this the provider would refuse: windows are forced through every hold-back."""
+    limit: int
+    """No prompt over this is sent: the working ceiling, or for a head the hard limit."""
     helpless: bool
     """The baseline leaves windows nothing to win."""
 
@@ -61,6 +64,7 @@ def measure(view: Projection, window: ModelWindow, settings: CeilingSettings) ->
         line = ceilings.head_line(window.tokens, settings)
     else:
         line = ceilings.ordinary_line(fitted.ceiling, settings)
+    hard = ceilings.hard_limit(window.tokens, settings)
     return ContextUsage(
         used=used,
         window=window.tokens,
@@ -69,6 +73,7 @@ def measure(view: Projection, window: ModelWindow, settings: CeilingSettings) ->
         fraction=used / line if line > 0 else 1.0,
         anchored=anchored,
         resolved=window.resolved,
-        hard_limit=ceilings.hard_limit(window.tokens, settings),
+        hard_limit=hard,
+        limit=hard if view.head else min(fitted.ceiling, hard),
         helpless=fitted.helpless,
     )

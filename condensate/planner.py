@@ -30,6 +30,8 @@ CHEAP_SHARE = 0.10
 class PlannerSettings:
     tiers: TierSettings = field(default_factory=TierSettings)
     thrash_turns: int = 3
+    """A turn here is one model call: an autonomous human turn holds hundreds of them, and
+    a window on each of three calls in a row is what thrashing looks like."""
     thrash_windows: int = 3
     thrash_summaries: int = 3
     thrash_period: timedelta = timedelta(minutes=10)
@@ -59,7 +61,7 @@ class HoldBack:
     why: Literal["child", "paused", "cannot-help", "ask-pending"]
     detail: str
     line: tuple[str, str] | None = None
-    """(code, text) of a system line the runtime writes, once a turn."""
+    """(code, text) of a system line the runtime writes: once per pause, or once a turn."""
 
 
 @dataclass(frozen=True)
@@ -155,17 +157,29 @@ def plan(
         return _forced(view, usage, settings)
     if usage.used <= usage.line:
         return Proceed(usage)
+    over_limit = usage.used > usage.limit
     if usage.helpless:
         # Report rather than cut; a refusal from the provider still forces a window.
-        return _hold(view, usage, "cannot-help", CANNOT_HELP_CODE, _cannot_help_text(view, usage))
+        text = _cannot_help_text(view, usage)
+        if over_limit:
+            return Stop(usage, text)
+        return _hold(view, usage, "cannot-help", CANNOT_HELP_CODE, text, settings=settings)
     if usage.used > usage.hard_limit:
         return _forced(view, usage, settings)
     if view.head and view.engine in ("claude", "codex"):
         return _head_ask(view, usage, settings, now)
-    pause = _thrash(view, usage, settings, now)
+    # A pause holds windows back only while the prompt stays under the ceiling.
+    pause = None if over_limit else _thrash(view, usage, settings, now)
     if pause is not None:
-        return _hold(view, usage, "paused", PAUSE_CODE, pause)
-    return _ladder(view, usage, settings)
+        return _hold(view, usage, "paused", PAUSE_CODE, pause, settings=settings)
+    decision = _ladder(view, usage, settings)
+    if over_limit and isinstance(decision, HoldBack):
+        return Stop(
+            usage,
+            f"{decision.detail}, and the prompt ({usage.used} tokens) would pass "
+            f"the ceiling of {usage.limit}",
+        )
+    return decision
 
 
 def _ladder(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Decision:
@@ -320,20 +334,23 @@ def _head_ask(
 def _thrash(
     view: Projection, usage: ContextUsage, settings: PlannerSettings, now: datetime
 ) -> str | None:
-    recent = [w for w in view.windows if w.turn > view.turn - settings.thrash_turns]
+    """Why windowing is paused, or None. Only Condensate's own windows count (a compaction
+    someone asked for is not thrashing); each condition decays as calls and minutes pass."""
+    automatic = [w for w in view.windows if not w.requested]
+    recent = [w for w in automatic if w.call >= view.calls - settings.thrash_turns]
     if len(recent) >= settings.thrash_windows:
-        return f"{len(recent)} windows within {settings.thrash_turns} turns"
+        return f"{len(recent)} windows within {settings.thrash_turns} model calls"
     summaries = [
-        w for w in view.windows if w.kind == "summary" and now - w.at < settings.thrash_period
+        w for w in automatic if w.kind == "summary" and now - w.at < settings.thrash_period
     ]
     if len(summaries) >= settings.thrash_summaries:
         minutes = int(settings.thrash_period.total_seconds() // 60)
         return f"{len(summaries)} summaries within {minutes} minutes"
-    last = view.windows[-1] if view.windows else None
+    last = automatic[-1] if automatic else None
     if (
         last is not None
         and last.kind == "summary"
-        and last.turn == view.turn
+        and last.call >= view.calls - settings.thrash_turns
         and last.freed < CHEAP_SHARE * last.used
     ):
         return f"the last summary freed only {last.freed} of {last.used} tokens"
@@ -346,14 +363,19 @@ def _hold(
     why: Literal["paused", "cannot-help"],
     code: str,
     detail: str,
+    *,
+    settings: PlannerSettings,
 ) -> HoldBack:
-    text = (
-        f"Windowing paused: {detail}. The prompt stays uncut at {usage.used} tokens."
-        if why == "paused"
-        else detail
-    )
-    line = None if view.lines_written.get(code) == view.turn else (code, text)
-    return HoldBack(usage, why, detail, line)
+    """A hold-back with its system line, written once per pause (a pause line not written
+    within the last few calls) or once per human turn (windows cannot help)."""
+    written = view.lines_written.get(code)
+    if why == "paused":
+        text = f"Windowing paused: {detail}. The prompt stays uncut at {usage.used} tokens."
+        fresh = written is None or written[1] < view.calls - settings.thrash_turns
+    else:
+        text = detail
+        fresh = written is None or written[0] != view.turn
+    return HoldBack(usage, why, detail, (code, text) if fresh else None)
 
 
 def _cannot_help_text(view: Projection, usage: ContextUsage) -> str:

@@ -78,12 +78,15 @@ class Anchor:
 @dataclass(slots=True)
 class WindowRecord:
     seq: int
-    turn: int
+    call: int
+    """How many model calls the thread had made when the window was taken."""
     at: datetime
     kind: str
     forced: bool
     used: int
     freed: int
+    requested: bool = False
+    """Asked for (by the thread, an operator or an ask), not planned by Condensate."""
 
 
 @dataclass(slots=True)
@@ -116,6 +119,9 @@ class Projection:
     refusal: int | None = None
     """Tokens of a refusal since the last count (0 when the provider gave no number)."""
     turn: int = 0
+    """Human turns (``turn.started``)."""
+    calls: int = 0
+    """Model calls the provider counted (``model.usage``): the planner's notion of a turn."""
     turn_open: bool = False
     last_turn_reason: str = ""
     windows: list[WindowRecord] = field(default_factory=list)
@@ -125,8 +131,8 @@ class Projection:
     ask: AskOpened | None = None
     declined_turn: int | None = None
     requested: Requested | None = None
-    lines_written: dict[str, int] = field(default_factory=dict)
-    """System line code -> the turn it was last written in."""
+    lines_written: dict[str, list[int]] = field(default_factory=dict)
+    """System line code -> [human turn, model calls] when it was last written."""
     _index: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
     _calls: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -176,6 +182,7 @@ class Projection:
                     Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
                 )
             case ModelUsage():
+                self.calls += 1
                 self.anchor = Anchor(seq, event.prompt, self.view_tokens)
                 self.refusal = None
             case ModelRefused():
@@ -189,7 +196,7 @@ class Projection:
             case ChildJoined():
                 self.unjoined.pop(event.child_id, None)
             case SystemLine(code=code):
-                self.lines_written[code] = self.turn
+                self.lines_written[code] = [self.turn, self.calls]
             case _:
                 pass
 
@@ -251,12 +258,13 @@ class Projection:
         self.windows.append(
             WindowRecord(
                 seq,
-                self.turn,
+                self.calls,
                 window.at,
                 window.window_kind,
                 window.forced,
                 window.trigger.used,
                 before - self.view_tokens,
+                window.request is not None or window.author in ("thread", "operator"),
             )
         )
         del self.windows[:-10]
@@ -357,7 +365,7 @@ def _dump(p: Projection) -> dict[str, Any]:
     data["windows"] = [{**asdict(w), "at": w.at.isoformat()} for w in p.windows]
     data["ask"] = None if p.ask is None else p.ask.model_dump(mode="json")
     data["requested"] = None if p.requested is None else asdict(p.requested)
-    data["calls"] = p._calls
+    data["open_calls"] = p._calls
     return data
 
 
@@ -374,7 +382,7 @@ def _load(data: dict[str, Any]) -> Projection:
     windows = data.pop("windows")
     ask = data.pop("ask")
     requested = data.pop("requested")
-    calls = data.pop("calls")
+    calls = data.pop("open_calls")
     projection = Projection(
         **data,
         entries=entries,

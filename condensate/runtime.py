@@ -217,7 +217,8 @@ class Runtime:
                 )
                 thread.running = False
                 thread.turn_done.set()
-        if self._has_unanswered_input(thread):
+        # A stopped or failed turn would stop again on the same input: wait for a new one.
+        if outcome.outcome == "completed" and self._has_unanswered_input(thread):
             self.start_turn(thread, "queued")
 
     @staticmethod

@@ -222,10 +222,12 @@ class EventLog:
         limit: int = DEFAULT_LIMIT,
         history: bool = False,
     ) -> TailPage:
-        """Up to ``limit`` (clamped to 1..MAX_LIMIT) events after ``after``. Unless
-        ``history``, events the latest snapshot already covers are skipped."""
+        """Up to ``limit`` (clamped to 1..MAX_LIMIT) events after ``after``. A first read
+        (``after`` 0) without ``history`` starts after the latest snapshot; a reader that
+        names where it is (``after`` > 0) gets every event after it, so a follower that falls
+        behind a snapshot never loses events."""
         limit = max(1, min(limit, MAX_LIMIT))
-        if history:
+        if history or after > 0:
             sql = (
                 "SELECT seq, tokens, body FROM events WHERE thread_id = ? AND seq > ?"
                 " ORDER BY seq LIMIT ?"

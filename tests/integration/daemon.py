@@ -50,14 +50,14 @@ class DaemonProcess:
         marker = self.home / "daemon.json"
         if marker.exists():
             marker.unlink()
-        log = (self.home / "daemon.log").open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "condensate", "serve"],
-            cwd=REPO,
-            env=self.env(),
-            stdout=log,
-            stderr=log,
-        )
+        with (self.home / "daemon.log").open("ab") as log:  # the child keeps its own copy
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "condensate", "serve"],
+                cwd=REPO,
+                env=self.env(),
+                stdout=log,
+                stderr=log,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -355,6 +355,14 @@ def test_tail_skips_snapshotted_events_unless_history(log: EventLog) -> None:
     assert [s.seq for s in log.replay("t")] == list(range(1, 15))
 
 
+def test_a_follower_behind_a_snapshot_loses_nothing(log: EventLog) -> None:
+    """A reader that names where it is (after > 0) gets every later event, even those a newer
+    snapshot covers."""
+    log.append("t", _msgs(10))
+    log.save_snapshot("t", upto=8, state="{}")
+    assert _seqs(log.tail("t", after=2)) == list(range(3, 12))
+
+
 # Snapshots
 
 
