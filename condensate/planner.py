@@ -264,10 +264,13 @@ def _forced(view: Projection, usage: ContextUsage, settings: PlannerSettings) ->
 
 
 def _requested(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Decision:
+    """A compaction someone asked for, taken as asked, under the line or not, but never
+    into an unjoined child's range: its spawn and what follows stay verbatim."""
     request = view.requested
     assert request is not None
+    protect = view.protect_from
     if request.mode == "microcompact":
-        clearing = tiers.cheap_clearing(view, "microcompact", settings.tiers, None)
+        clearing = tiers.cheap_clearing(view, "microcompact", settings.tiers, protect)
         return Cut(
             usage,
             "microcompact",
@@ -278,6 +281,9 @@ def _requested(view: Projection, usage: ContextUsage, settings: PlannerSettings)
             ask=request.ask_id,
         )
     keep_from = _snap(view, request.keep_from)
+    if protect is not None:
+        spawn = view.entries[protect].seq
+        keep_from = spawn if keep_from is None else min(_snap(view, spawn) or spawn, keep_from)
     if keep_from is None:
         # Asked for: the fit rules of an automatic cut do not apply; with nothing to keep,
         # the summary stands right after the brief and pins.
@@ -314,16 +320,19 @@ def _head_ask(
 ) -> Decision:
     if view.ask is not None:
         if now >= view.ask.deadline:
+            protect = view.protect_from
             chosen = _summary(
                 view,
                 usage,
                 settings,
-                None,
+                protect,
                 forced=False,
                 reason="nobody answered the ask before its deadline",
             )
             if isinstance(chosen, Cut):
-                return replace(chosen, ask=view.ask.ask_id)
+                return replace(chosen, ask=view.ask.ask_id, held_back=protect is not None)
+            if protect is not None:
+                return HoldBack(usage, "child", "an unjoined child's spawn keeps the rest verbatim")
             return chosen
         return HoldBack(usage, "ask-pending", f"waiting for an answer to ask {view.ask.ask_id}")
     if view.declined_turn == view.turn:
