@@ -24,9 +24,12 @@ from condensate.errors import (
     TransportFailed,
 )
 from condensate.providers.sse import ServerEvent, SSEParser
+from condensate.providers.types import Completion, Request
 
 log = structlog.get_logger()
 T = TypeVar("T")
+
+DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=300)
 
 _ANTHROPIC_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)", re.I)
 _OPENAI_MAX_CONTEXT = re.compile(
@@ -189,4 +192,35 @@ def load(data: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=300)
+class JsonApiClient:
+    """What the clients share: an endpoint URL, its headers, a session, retries. Subclasses
+    build the URL and headers and implement ``_once`` (one attempt)."""
+
+    provider = ""
+
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        session: aiohttp.ClientSession,
+        retry: RetryPolicy | None = None,
+        timeout: aiohttp.ClientTimeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.url = url
+        self.headers = {**headers, "content-type": "application/json"}
+        self.session = session
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+
+    async def complete(self, request: Request) -> Completion:
+        """One call, retried on retryable errors within the policy."""
+        return await with_retries(self.provider, self.retry, lambda: self._once(request))
+
+    async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        return await post(
+            self.session, self.provider, self.url, self.headers, body, limits=self.timeout
+        )
+
+    async def _once(self, request: Request) -> Completion:
+        raise NotImplementedError

@@ -162,7 +162,7 @@ class _StreamState:
         )
 
 
-class AnthropicClient:
+class AnthropicClient(_http.JsonApiClient):
     """Calls ``POST {base_url}/v1/messages``.
 
     >>> async with aiohttp.ClientSession() as s:
@@ -181,24 +181,12 @@ class AnthropicClient:
         retry: RetryPolicy | None = None,
         timeout: aiohttp.ClientTimeout = DEFAULT_TIMEOUT,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/v1/messages"
-        self.headers = {
-            "x-api-key": api_key,
-            "anthropic-version": API_VERSION,
-            "content-type": "application/json",
-        }
-        self.session = session
-        self.retry = retry or RetryPolicy()
-        self.timeout = timeout
-
-    async def complete(self, request: Request) -> Completion:
-        return await _http.with_retries(self.provider, self.retry, lambda: self._once(request))
+        headers = {"x-api-key": api_key, "anthropic-version": API_VERSION}
+        url = base_url.rstrip("/") + "/v1/messages"
+        super().__init__(url, headers, session=session, retry=retry, timeout=timeout)
 
     async def _once(self, request: Request) -> Completion:
-        body = request_body(request)
-        response = await _http.post(
-            self.session, self.provider, self.url, self.headers, body, limits=self.timeout
-        )
+        response = await self._post(request_body(request))
         if not request.stream:
             return completion_from_json(await _http.read_json(response, self.provider))
         state = _StreamState()

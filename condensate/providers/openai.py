@@ -39,7 +39,7 @@ def _arguments(raw: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"value": parsed}
 
 
-class _Client:
+class _Client(_http.JsonApiClient):
     provider = "openai"
     path = ""
 
@@ -53,17 +53,9 @@ class _Client:
         timeout: aiohttp.ClientTimeout = DEFAULT_TIMEOUT,
     ) -> None:
         base = base_url.rstrip("/")
-        self.url = base + self.path if base.endswith("/v1") else base + "/v1" + self.path
-        self.headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json"}
-        self.session = session
-        self.retry = retry or RetryPolicy()
-        self.timeout = timeout
-
-    async def complete(self, request: Request) -> Completion:
-        return await _http.with_retries(self.provider, self.retry, lambda: self._once(request))
-
-    async def _once(self, request: Request) -> Completion:
-        raise NotImplementedError
+        url = base + self.path if base.endswith("/v1") else base + "/v1" + self.path
+        headers = {"authorization": f"Bearer {api_key}"}
+        super().__init__(url, headers, session=session, retry=retry, timeout=timeout)
 
 
 class ResponsesClient(_Client):
@@ -157,10 +149,7 @@ class ResponsesClient(_Client):
         )
 
     async def _once(self, request: Request) -> Completion:
-        body = self.request_body(request)
-        response = await _http.post(
-            self.session, self.provider, self.url, self.headers, body, limits=self.timeout
-        )
+        response = await self._post(self.request_body(request))
         if not request.stream:
             return self.completion(await _http.read_json(response, self.provider))
         async for event in _http.events(response, self.provider):
@@ -258,10 +247,7 @@ class ChatClient(_Client):
         )
 
     async def _once(self, request: Request) -> Completion:
-        body = self.request_body(request)
-        response = await _http.post(
-            self.session, self.provider, self.url, self.headers, body, limits=self.timeout
-        )
+        response = await self._post(self.request_body(request))
         if not request.stream:
             data = await _http.read_json(response, self.provider)
             choice = (data.get("choices") or [{}])[0]

@@ -9,13 +9,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-
-from condensate.testing.fake_model import FakeModelServer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,6 +86,14 @@ class DaemonProcess:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=30)
 
+    def close(self) -> None:
+        """Stop with SIGTERM if it still runs; kill it if that fails."""
+        try:
+            if self.process is not None and self.process.poll() is None:
+                self.stop()
+        finally:
+            self.kill()
+
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
@@ -135,5 +143,12 @@ async def wait_for(
     raise AssertionError(msg)
 
 
-def fake_for_daemon(window: int | None = 200_000) -> FakeModelServer:
-    return FakeModelServer(window=window)
+@contextmanager
+def running_daemon(home: Path, fake_url: str, **env: str) -> Iterator[DaemonProcess]:
+    """A started daemon, stopped with SIGTERM (and killed if that fails) afterwards."""
+    process = DaemonProcess(home, fake_url, extra_env=dict(env))
+    process.start()
+    try:
+        yield process
+    finally:
+        process.close()

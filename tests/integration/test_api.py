@@ -15,7 +15,7 @@ import re
 import stat
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import pytest
 from condensate.client import DaemonClient
 from condensate.server import MAX_BODY, ROUTES
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
-from tests.integration.daemon import DaemonProcess, call, wait_for
+from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
 
 MODEL = "anthropic:claude-sonnet-4-5"
 THREAD_KEYS = {"id", "usage", "ceiling", "line", "pendingAsk", "seats"}
@@ -44,30 +44,12 @@ def fake() -> Iterator[FakeModelServer]:
         yield server
 
 
-def _stop(process: DaemonProcess) -> None:
-    if process.process is not None and process.process.poll() is None:
-        try:
-            process.stop()
-        finally:
-            process.kill()
-
-
 @pytest.fixture(scope="module")
 def daemon(
     fake: FakeModelServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp_path_factory.mktemp("daemon"), fake.url)
-    process.start()
-    try:
+    with running_daemon(tmp_path_factory.mktemp("daemon"), fake.url) as process:
         yield process
-    finally:
-        _stop(process)
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as s:
-        yield s
 
 
 def _marker() -> str:
@@ -253,7 +235,7 @@ def test_token_file_is_private_and_survives_a_restart(
         assert process.token == token
         assert stat.S_IMODE((tmp_path / "token").stat().st_mode) == 0o600
     finally:
-        _stop(process)
+        process.close()
 
 
 # -- POST /threads ---------------------------------------------------------------------------
@@ -869,4 +851,4 @@ async def test_sigterm_interrupts_a_turn_that_resumes_after_restart(
         assert ("turn.started", "resume") in kinds[interrupted:]
         await settled(session, process, thread)
     finally:
-        _stop(process)
+        process.close()

@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from condensate.client import DaemonClient
 from condensate.testing.fake_model import FakeModelServer, Text
-from tests.integration.daemon import REPO, DaemonProcess, call
+from tests.integration.daemon import REPO, DaemonProcess, call, running_daemon
 
 MODEL = "anthropic:claude-sonnet-4-5"
 
@@ -44,21 +44,8 @@ def fake() -> Iterator[FakeModelServer]:
 def daemon(
     fake: FakeModelServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp_path_factory.mktemp("daemon"), fake.url)
-    process.start()
-    try:
+    with running_daemon(tmp_path_factory.mktemp("daemon"), fake.url) as process:
         yield process
-    finally:
-        try:
-            process.stop()
-        finally:
-            process.kill()
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as s:
-        yield s
 
 
 def _marker() -> str:

@@ -8,7 +8,6 @@ import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
-import aiohttp
 import anyio
 import pytest
 from aiohttp import web
@@ -37,12 +36,6 @@ THREAD = "anthropic:claude-sonnet-4-5"
 async def fake() -> AsyncIterator[FakeModelServer]:
     async with FakeModelServer(window=None) as server:
         yield server
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as s:
-        yield s
 
 
 def curator(

@@ -53,12 +53,6 @@ async def fake() -> AsyncIterator[FakeModelServer]:
         yield server
 
 
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as s:
-        yield s
-
-
 def client(
     fake: FakeModelServer, session: aiohttp.ClientSession, provider: str, retry: RetryPolicy = FAST
 ) -> ModelClient:
