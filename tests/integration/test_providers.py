@@ -21,9 +21,11 @@ from condensate.providers import (
     ModelClient,
     ProviderSettings,
     make_client,
+    parse_model,
 )
 from condensate.providers._http import RetryPolicy
 from condensate.providers.types import Message, Request, ToolOutput, ToolSpec, ToolUse
+from condensate.providers.windows import resolve_window
 from condensate.testing.fake_model import (
     Call,
     Fail,
@@ -221,3 +223,17 @@ async def test_unreachable_server_is_a_transport_error(session):
     c = make_client("anthropic:claude-sonnet-4-5", settings, session)
     with pytest.raises(TransportFailed):
         await c.complete(request())
+
+
+async def test_window_comes_from_the_server_listing(fake, session):
+    """Without a setting, a model's window is read from the server's /v1/models listing
+    (vLLM's max_model_len) and marked resolved; an explicit setting wins."""
+    fake.configure(windows={"qwen3-coder": 32_768}, models=["qwen3-coder"])
+    endpoint = Endpoint(fake.url + "/v1", "sk-test")
+    name = parse_model("chat:qwen3-coder")
+    listed = await resolve_window(session, name, endpoint, {})
+    assert (listed.tokens, listed.resolved) == (32_768, True)
+    explicit = await resolve_window(session, name, endpoint, {"chat:qwen3-coder": 16_000})
+    assert explicit.tokens == 16_000
+    unknown = await resolve_window(session, parse_model("chat:mystery"), endpoint, {})
+    assert unknown.resolved is False

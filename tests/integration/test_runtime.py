@@ -1,0 +1,87 @@
+"""The runtime in process, on a real SQLite log and the fake model server: seats and the
+answers a thread with several sessions needs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import anyio
+import pytest
+
+from adapters import ENGINES
+from condensate.curator import Curator
+from condensate.engine import ThreadSpec
+from condensate.errors import Refused
+from condensate.meter import ModelWindow
+from condensate.providers import ModelClient, make_client
+from condensate.runtime import Runtime, Thread
+from condensate.settings import Settings
+from condensate.store import EventLog
+from condensate.testing.fake_model import FakeModelServer, Text
+
+
+@asynccontextmanager
+async def running(tmp_path: Path) -> AsyncIterator[Runtime]:
+    """A runtime with its task group; a context manager, not a fixture, because a task group
+    must be left in the task that entered it."""
+    async with FakeModelServer() as fake, aiohttp.ClientSession() as session:
+        settings = Settings(home=tmp_path, anthropic_base_url=fake.url, anthropic_api_key="k")
+        providers = settings.providers()
+
+        def client_for(model: str) -> ModelClient:
+            return make_client(model, providers, session)
+
+        async def window_for(model: str) -> ModelWindow:
+            return ModelWindow(200_000, resolved=True)
+
+        fake.queue(Text("done"))
+        with EventLog.open(settings.db_path) as log:
+            runtime = Runtime(
+                settings,
+                log,
+                ENGINES,
+                Curator(settings.curator(), client_for),
+                client_for,
+                window_for,
+            )
+            async with anyio.create_task_group() as tasks:
+                runtime.bind(tasks)
+                yield runtime
+                tasks.cancel_scope.cancel()
+
+
+async def idle_thread(runtime: Runtime, tmp_path: Path) -> Thread:
+    thread = await runtime.create(
+        ThreadSpec(
+            engine="api", model="anthropic:claude-sonnet-4-5", cwd=str(tmp_path), brief="hello"
+        )
+    )
+    with anyio.fail_after(30):
+        await thread.turn_done.wait()
+    return thread
+
+
+async def test_a_thread_with_several_sessions_needs_a_seat(tmp_path):
+    """With more than one session, an answer without a seat is refused with seat-required;
+    with one it is taken."""
+    async with running(tmp_path) as runtime:
+        thread = await idle_thread(runtime, tmp_path)
+        thread.seats["second"] = "session-b"
+        with pytest.raises(Refused) as refused:
+            await runtime.answer(thread, mode="microcompact", by="operator")
+        stored = await runtime.answer(thread, mode="microcompact", by="operator", seat="second")
+    assert refused.value.code == "seat-required"
+    assert stored.event.kind == "compaction.requested"
+    assert stored.event.seat == "second"
+
+
+async def test_an_unknown_seat_is_refused(tmp_path):
+    """A seat the thread does not have is refused with unknown-seat."""
+    async with running(tmp_path) as runtime:
+        thread = await idle_thread(runtime, tmp_path)
+        with pytest.raises(Refused) as refused:
+            await runtime.answer(thread, mode="summary", by="operator", seat="nope")
+    assert (refused.value.code, refused.value.status) == ("unknown-seat", 404)
