@@ -14,8 +14,9 @@ from typing import Any, ClassVar
 
 import structlog
 
-from adapters.native_tools import TOOLS, ToolContext, ToolOutcome, run_tool
-from condensate.engine import ThreadSpec, TurnContext, TurnOutcome
+from adapters.native_tools import TOOLS, run_tool
+from adapters.tool_contract import ToolContext, ToolOutcome
+from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.errors import ContextWindowExceeded, ProviderError, Refused
 from condensate.events import (
     AssistantMessage,
@@ -98,7 +99,7 @@ class NativeEngine:
 
     name: ClassVar[str] = "api"
 
-    def __init__(self, spec: ThreadSpec) -> None:
+    def __init__(self, spec: ThreadSpec, env: EngineEnv | None = None) -> None:
         self.spec = spec
         self.tools = tool_specs(spec)
         self.system = system_prompt(spec)

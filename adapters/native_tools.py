@@ -14,8 +14,7 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,21 @@ from typing import Any
 import anyio
 import anyio.abc
 import structlog
+
+from adapters.tool_contract import (
+    EDIT_PARAMETERS,
+    READ_PARAMETERS,
+    SEARCH_PARAMETERS,
+    SHELL_PARAMETERS,
+    WRITE_PARAMETERS,
+    Tool,
+    ToolContext,
+    ToolOutcome,
+    argument_problem,
+    failed,
+    short,
+    text_argument,
+)
 
 log = structlog.get_logger()
 
@@ -32,193 +46,12 @@ SKIP_DIRS = frozenset(_VCS_AND_VENDORED | _CACHES)
 """Directories search never descends into (it still searches inside one named as ``path``)."""
 MAX_MATCHES = 200
 MAX_FILES = 500
-ARGUMENT_CHARS = 120
 _LINE_CHARS = 2_000  # one minified line must not eat the whole read
 _MATCH_LINE_CHARS = 300
 _SNIFF_BYTES = 8_192
 _SEARCH_FILE_BYTES = 10_000_000  # bigger files are logs or data, not source
 _NO_OUTPUT = "(no output)\n"
 _DRAIN_GRACE = 2.0  # seconds to collect output once the command and its group are gone
-
-
-@dataclass(frozen=True)
-class ToolContext:
-    """Where and how the tools run. ``output_cap`` is in characters, ``read_limit`` in lines."""
-
-    cwd: Path
-    shell_timeout: float = 120.0
-    output_cap: int = 30_000
-    read_limit: int = 2_000
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """What a tool call produced. ``argument`` is what a receipt names: a path, a pattern,
-    a command, cut to about 120 characters."""
-
-    output: str
-    is_error: bool
-    argument: str
-
-
-ToolFn = Callable[[ToolContext, Mapping[str, Any]], Awaitable[ToolOutcome]]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A tool as the model sees it (name, description, JSON schema) and the function behind it."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    run: ToolFn
-
-
-def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
-READ_PARAMETERS = _schema(
-    ["path"],
-    path={"type": "string", "description": "The file to read, absolute or relative to cwd."},
-    offset={
-        "type": "integer",
-        "minimum": 1,
-        "description": "The 1-based line to start at. Defaults to 1.",
-    },
-    limit={
-        "type": "integer",
-        "minimum": 1,
-        "description": "How many lines to return at most. The default is large; "
-        "the output says when lines were cut.",
-    },
-)
-SEARCH_PARAMETERS = _schema(
-    [],
-    pattern={
-        "type": "string",
-        "description": "A Python regular expression matched against each line. "
-        "Prefix with (?i) to ignore case. Omit it to list files by glob.",
-    },
-    path={
-        "type": "string",
-        "description": "The directory or file to search, absolute or relative to cwd. "
-        "Defaults to cwd.",
-    },
-    glob={
-        "type": "string",
-        "description": "Only files matching this glob, e.g. '*.py' (any depth) or "
-        "'src/**/*.{ts,tsx}' (relative to path). Alone, lists the matching files.",
-    },
-)
-EDIT_PARAMETERS = _schema(
-    ["path", "old_string", "new_string"],
-    path={"type": "string", "description": "The file to edit, absolute or relative to cwd."},
-    old_string={
-        "type": "string",
-        "description": "The exact text to replace, whitespace included. It must occur "
-        "exactly once unless replace_all is true.",
-    },
-    new_string={"type": "string", "description": "The text to put in its place."},
-    replace_all={
-        "type": "boolean",
-        "description": "Replace every occurrence instead of exactly one. Defaults to false.",
-    },
-)
-WRITE_PARAMETERS = _schema(
-    ["path", "content"],
-    path={
-        "type": "string",
-        "description": "The file to create or overwrite, absolute or relative to cwd.",
-    },
-    content={"type": "string", "description": "The file's complete new content."},
-)
-SHELL_PARAMETERS = _schema(
-    ["command"],
-    command={
-        "type": "string",
-        "description": "A bash command line, run with `bash -lc` in cwd with no stdin.",
-    },
-)
-
-
-# --- argument checks -------------------------------------------------------------------------
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-}
-
-
-_A = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean",
-    "object": "an object",
-    "array": "an array",
-}
-
-
-def _json_name(value: object) -> str:
-    """``value``'s JSON type with its article: 'an integer', 'null'."""
-    if value is None:
-        return "null"
-    for name in ("boolean", "string", "integer", "number", "object", "array"):
-        if isinstance(value, _JSON_TYPES[name]):
-            return _A[name]
-    return type(value).__name__
-
-
-def _problem(tool: str, arguments: object, schema: Mapping[str, Any]) -> str | None:
-    """The first way ``arguments`` breaks ``schema`` as a sentence, or None. A null optional
-    argument counts as absent, so OpenAI-style strict schemas (nullable, all required) work."""
-    if not isinstance(arguments, Mapping):
-        return f"{tool}: arguments must be an object, got {_json_name(arguments)}."
-    properties: Mapping[str, Any] = schema["properties"]
-    for key in schema["required"]:
-        if arguments.get(key) is None:
-            return f"{tool}: missing required argument '{key}'."
-    for key, value in arguments.items():
-        spec = properties.get(key)
-        if spec is None:
-            return f"{tool}: unknown argument '{key}'; it takes {', '.join(properties)}."
-        if value is None:
-            continue
-        expected: str = spec["type"]
-        # bool is an int in Python, never in JSON
-        if isinstance(value, bool) != (expected == "boolean") or not isinstance(
-            value, _JSON_TYPES[expected]
-        ):
-            return f"{tool}: argument '{key}' must be {_A[expected]}, got {_json_name(value)}."
-        minimum = spec.get("minimum")
-        if minimum is not None and value < minimum:
-            return f"{tool}: argument '{key}' must be at least {minimum}, got {value}."
-    return None
-
-
-def _text(arguments: object, key: str) -> str:
-    value = arguments.get(key) if isinstance(arguments, Mapping) else None
-    return value if isinstance(value, str) else ""
-
-
-def _short(text: str) -> str:
-    """One line of at most ARGUMENT_CHARS characters, for a receipt."""
-    line = " ".join(text.split())
-    return line if len(line) <= ARGUMENT_CHARS else line[: ARGUMENT_CHARS - 1] + "…"
-
-
-def _failed(output: str, argument: str) -> ToolOutcome:
-    return ToolOutcome(output, is_error=True, argument=argument)
 
 
 async def _offload(
@@ -229,7 +62,7 @@ async def _offload(
     try:
         output, is_error = await anyio.to_thread.run_sync(work)
     except OSError as exc:
-        return _failed(f"{tool}: cannot access {raw}: {exc.strerror or exc}.", argument)
+        return failed(f"{tool}: cannot access {raw}: {exc.strerror or exc}.", argument)
     return ToolOutcome(output, is_error, argument)
 
 
@@ -298,9 +131,9 @@ def _capped(text: str, cap: int) -> str:
 
 async def read(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     """Numbered lines of a text file, from ``offset`` for ``limit`` lines, like ``cat -n``."""
-    argument = _short(_text(arguments, "path"))
-    if problem := _problem("read", arguments, READ_PARAMETERS):
-        return _failed(problem, argument)
+    argument = short(text_argument(arguments, "path"))
+    if problem := argument_problem("read", arguments, READ_PARAMETERS):
+        return failed(problem, argument)
     raw: str = arguments["path"]
     offset: int = arguments.get("offset") or 1
     limit: int = arguments.get("limit") or ctx.read_limit
@@ -353,22 +186,22 @@ def _read(ctx: ToolContext, raw: str, path: Path, offset: int, limit: int) -> tu
 
 async def search(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     """Lines matching a regex (``path:line:text``), or with only a glob, the matching files."""
-    argument = _short(_text(arguments, "pattern") or _text(arguments, "glob"))
-    if problem := _problem("search", arguments, SEARCH_PARAMETERS):
-        return _failed(problem, argument)
+    argument = short(text_argument(arguments, "pattern") or text_argument(arguments, "glob"))
+    if problem := argument_problem("search", arguments, SEARCH_PARAMETERS):
+        return failed(problem, argument)
     pattern: str | None = arguments.get("pattern")
     glob: str | None = arguments.get("glob")
     raw: str = arguments.get("path") or "."
     if pattern is None and glob is None:
-        return _failed("search: give a pattern, a glob, or both.", argument)
+        return failed("search: give a pattern, a glob, or both.", argument)
     try:
         regex = re.compile(pattern) if pattern is not None else None
     except re.error as exc:
-        return _failed(f"search: invalid regex {pattern!r}: {exc}.", argument)
+        return failed(f"search: invalid regex {pattern!r}: {exc}.", argument)
     try:
         matcher = _glob_matcher(glob) if glob is not None else None
     except re.error as exc:
-        return _failed(f"search: invalid glob {glob!r}: {exc}.", argument)
+        return failed(f"search: invalid glob {glob!r}: {exc}.", argument)
     work = partial(_search, ctx, raw, _resolve(ctx, raw), regex, matcher)
     return await _offload("search", raw, argument, work)
 
@@ -492,19 +325,17 @@ def _grep(path: Path, regex: re.Pattern[str], room: int) -> list[tuple[int, str]
 
 async def edit(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     """Replace ``old_string`` with ``new_string`` in a file: exactly once, or everywhere."""
-    argument = _short(_text(arguments, "path"))
-    if problem := _problem("edit", arguments, EDIT_PARAMETERS):
-        return _failed(problem, argument)
+    argument = short(text_argument(arguments, "path"))
+    if problem := argument_problem("edit", arguments, EDIT_PARAMETERS):
+        return failed(problem, argument)
     raw: str = arguments["path"]
     old: str = arguments["old_string"]
     new: str = arguments["new_string"]
     replace_all: bool = arguments.get("replace_all") or False
     if not old:
-        return _failed(
-            "edit: old_string is empty; use write to create or replace a file.", argument
-        )
+        return failed("edit: old_string is empty; use write to create or replace a file.", argument)
     if old == new:
-        return _failed("edit: old_string and new_string are the same; nothing to change.", argument)
+        return failed("edit: old_string and new_string are the same; nothing to change.", argument)
     work = partial(_edit, raw, _resolve(ctx, raw), old, new, replace_all)
     return await _offload("edit", raw, argument, work)
 
@@ -546,9 +377,9 @@ def _edit(raw: str, path: Path, old: str, new: str, replace_all: bool) -> tuple[
 
 async def write(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     """Create or overwrite a file with ``content``, creating missing parent directories."""
-    argument = _short(_text(arguments, "path"))
-    if problem := _problem("write", arguments, WRITE_PARAMETERS):
-        return _failed(problem, argument)
+    argument = short(text_argument(arguments, "path"))
+    if problem := argument_problem("write", arguments, WRITE_PARAMETERS):
+        return failed(problem, argument)
     raw: str = arguments["path"]
     content: str = arguments["content"]
     return await _offload("write", raw, argument, partial(_write, raw, _resolve(ctx, raw), content))
@@ -575,12 +406,12 @@ def _write(raw: str, path: Path, content: str) -> tuple[str, bool]:
 async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     """Run a command with ``bash -lc`` in cwd: stdout and stderr interleaved, then the exit
     code. A non-zero exit is an error; a timeout kills the command's whole process group."""
-    argument = _short(_text(arguments, "command"))
-    if problem := _problem("shell", arguments, SHELL_PARAMETERS):
-        return _failed(problem, argument)
+    argument = short(text_argument(arguments, "command"))
+    if problem := argument_problem("shell", arguments, SHELL_PARAMETERS):
+        return failed(problem, argument)
     command: str = arguments["command"]
     if not command.strip():
-        return _failed("shell: command is empty.", argument)
+        return failed("shell: command is empty.", argument)
     try:
         process = await anyio.open_process(
             ["/bin/bash", "-lc", command],
@@ -591,7 +422,7 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
             start_new_session=True,  # its own process group, so a kill reaches grandchildren
         )
     except OSError as exc:
-        return _failed(f"shell: cannot start /bin/bash in {ctx.cwd}: {exc}.", argument)
+        return failed(f"shell: cannot start /bin/bash in {ctx.cwd}: {exc}.", argument)
     kept = _HeadTail(ctx.output_cap)
     try:
         timed_out = await _supervise(process, kept, ctx.shell_timeout)
@@ -605,7 +436,7 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         output += "\n"
     if timed_out:
         note = f"[timed out after {ctx.shell_timeout:g} s; killed its process group]"
-        return _failed(output + note, argument)
+        return failed(output + note, argument)
     code = process.returncode
     return ToolOutcome(f"{output or _NO_OUTPUT}[exit code {code}]", code != 0, argument)
 
@@ -694,9 +525,9 @@ async def run_tool(name: str, arguments: Mapping[str, Any], ctx: ToolContext) ->
     an error outcome, never an exception, so one bad call cannot end the loop."""
     tool = TOOLS.get(name)
     if tool is None:
-        return _failed(f"Unknown tool {name!r}; the tools are {', '.join(TOOLS)}.", "")
+        return failed(f"Unknown tool {name!r}; the tools are {', '.join(TOOLS)}.", "")
     try:
         return await tool.run(ctx, arguments)
     except Exception as exc:
         log.exception("tool_crashed", tool=name)
-        return _failed(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", "")
+        return failed(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}", "")

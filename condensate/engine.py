@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import ClassVar, Literal, Protocol
 
 from condensate.events import Engine, Event, Stored, Window
@@ -95,5 +96,19 @@ class EngineAdapter(Protocol):
     async def close(self) -> None: ...
 
 
-EngineFactory = Callable[[ThreadSpec], EngineAdapter]
+@dataclass(frozen=True)
+class EngineEnv:
+    """What an engine that runs a CLI needs from the daemon's settings: where its state goes
+    and how it reaches the provider. Built by the runtime for each thread."""
+
+    home: Path
+    """The daemon's state directory; a CLI engine keeps its own state under it."""
+    thread_id: str
+    anthropic_base_url: str = "https://api.anthropic.com"
+    anthropic_api_key: str = ""
+    claude_binary: str | None = None
+    """``CONDENSATE_CLAUDE_BINARY``; ``None``: the project's pinned CLI, else ``claude`` on PATH."""
+
+
+EngineFactory = Callable[[ThreadSpec, EngineEnv], EngineAdapter]
 Engines = Mapping[str, EngineFactory]

@@ -22,7 +22,14 @@ from anyio.abc import TaskGroup
 
 from condensate import planner as planning
 from condensate.curator import Curator, Miss, carry_out
-from condensate.engine import Checkpoint, EngineAdapter, Engines, ThreadSpec, TurnOutcome
+from condensate.engine import (
+    Checkpoint,
+    EngineAdapter,
+    EngineEnv,
+    Engines,
+    ThreadSpec,
+    TurnOutcome,
+)
 from condensate.errors import CondensateError, Refused
 from condensate.events import (
     AskAnswered,
@@ -127,6 +134,16 @@ class Runtime:
         thread.notify()
         return stored
 
+    def engine_env(self, thread_id: str) -> EngineEnv:
+        """What the thread's engine needs from the settings (CLI engines keep state here)."""
+        return EngineEnv(
+            home=self.settings.home,
+            thread_id=thread_id,
+            anthropic_base_url=self.settings.anthropic_base_url,
+            anthropic_api_key=self.settings.anthropic_api_key,
+            claude_binary=self.settings.claude_binary,
+        )
+
     def get(self, thread_id: str) -> Thread:
         thread = self.threads.get(thread_id)
         if thread is None:
@@ -148,7 +165,7 @@ class Runtime:
                 code="unknown-engine", detail=f"Engine {spec.engine!r} is not one of: {known}."
             )
         thread_id = thread_id or f"t-{uuid.uuid4().hex[:12]}"
-        engine = self.engines[spec.engine](spec)
+        engine = self.engines[spec.engine](spec, self.engine_env(thread_id))
         thread = Thread(thread_id, spec, Projection(), await self.window_for(spec.model), engine)
         thread.seats["main"] = ""
         self.threads[thread_id] = thread
@@ -457,7 +474,7 @@ class Runtime:
                 spec,
                 projection,
                 await self.window_for(spec.model),
-                self.engines[spec.engine](spec),
+                self.engines[spec.engine](spec, self.engine_env(thread_id)),
             )
             thread.seats["main"] = ""
             thread.snapshot_at = projection.last_seq

@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     model_windows: dict[str, int] = Field(default_factory=dict)
     """Explicit windows by model, as JSON: ``{"chat:qwen3-coder": 32768}``."""
 
+    claude_binary: str | None = None
+    """The ``claude`` CLI (default: the repo's pinned ``node_modules/.bin/claude``, else PATH)."""
+
     curator_model: str | None = None
     curator_fallback_model: str | None = None
     hindsight_url: str | None = None

@@ -331,10 +331,10 @@ async def test_an_unwired_engine_is_refused(
 ) -> None:
     """An engine this daemon does not run gets 400 unknown-engine naming it."""
     status, answer = await call(
-        session, daemon, "POST", "/threads", _body(tmp_path, "never started", engine="claude")
+        session, daemon, "POST", "/threads", _body(tmp_path, "never started", engine="codex")
     )
     assert_error(status, answer, 400, "unknown-engine")
-    assert "'claude'" in answer["detail"]
+    assert "'codex'" in answer["detail"]
 
 
 # -- reading threads; unknown things -----------------------------------------------------------

@@ -15,9 +15,6 @@ from adapters.native_tools import (
     MAX_FILES,
     MAX_MATCHES,
     TOOLS,
-    Tool,
-    ToolContext,
-    ToolOutcome,
     edit,
     read,
     run_tool,
@@ -25,6 +22,7 @@ from adapters.native_tools import (
     shell,
     write,
 )
+from adapters.tool_contract import Tool, ToolContext, ToolOutcome
 from condensate.tiers import categorize
 
 

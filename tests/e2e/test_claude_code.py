@@ -1,0 +1,252 @@
+"""The real ``claude`` CLI (the version package.json pins) driven by a real daemon against the
+fake model server: windows by fork, a refusal that forces a fresh session, and a killed CLI
+resumed. Asserted on what the fake received and on the log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+
+from condensate.store import EventLog
+from condensate.testing.fake_model import (
+    Call,
+    FakeModelServer,
+    Overflow,
+    RecordedRequest,
+    Slow,
+    Text,
+    ToolCalls,
+)
+from tests.integration.daemon import REPO, DaemonProcess, call, wait_for
+
+CLAUDE = REPO / "node_modules" / ".bin" / "claude"
+MODEL = "claude-sonnet-4-5"
+CEILING = 40_000
+"""Claude Code 2.1.332 sends ~19.4k tokens of its own to sonnet-4-5 (as the fake counts them):
+a 40k ceiling (a 31.8k line) leaves room for a few large tool results before a window."""
+BRIEF = "Count things with the shell, one command at a time. BRIEF-MARKER-cc1"
+
+
+@pytest.fixture(autouse=True)
+def claude_installed() -> None:
+    """The pinned CLI is part of the project's setup: its absence is a failure, not a skip."""
+    assert CLAUDE.exists(), "the pinned claude CLI is not installed: run scripts/setup"
+
+
+def bash(command: str, text: str = "") -> ToolCalls:
+    return ToolCalls([Call("Bash", {"command": command})], text=text)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer(window=200_000) as server:
+        yield server
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProcess]:
+    process = DaemonProcess(
+        tmp_path / "home",
+        fake.url,
+        extra_env={
+            "CONDENSATE_MODEL_WINDOWS": json.dumps({f"anthropic:{MODEL}": 200_000}),
+            "CONDENSATE_WINDOW_CEILING_CLAUDE": str(CEILING),
+            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
+            "CONDENSATE_WINDOW_DEADLINE_MS": "10000",
+            "CONDENSATE_CLAUDE_BINARY": str(CLAUDE),
+        },
+    )
+    process.home.mkdir()
+    process.start()
+    yield process
+    process.close()
+
+
+async def start_thread(session: aiohttp.ClientSession, daemon: DaemonProcess, workdir: Path) -> str:
+    status, created = await call(
+        session,
+        daemon,
+        "POST",
+        "/threads",
+        {
+            "engine": "claude",
+            "model": f"anthropic:{MODEL}",
+            "cwd": str(workdir),
+            "brief": BRIEF,
+            "head": False,
+        },
+    )
+    assert status == 201, created
+    return str(created["id"])
+
+
+async def turn_ended(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, after: int = 0
+) -> list[dict[str, Any]]:
+    events = await wait_for(
+        session,
+        daemon,
+        thread,
+        lambda e: e["kind"] == "turn.ended" and e["seq"] > after,
+        seconds=120,
+    )
+    ended = [e for e in events if e["kind"] == "turn.ended" and e["seq"] > after]
+    assert ended[0]["outcome"] == "completed", (ended[0], daemon.log_tail())
+    return events
+
+
+def generations(fake: FakeModelServer) -> list[RecordedRequest]:
+    return [r for r in fake.requests if r.endpoint == "messages" and r.model == MODEL]
+
+
+def text_of(message: dict[str, Any]) -> str:
+    return json.dumps(message["content"])
+
+
+def check_pairs(daemon: DaemonProcess, thread: str) -> None:
+    """Seqs are contiguous and every logged tool call has exactly one result."""
+    with EventLog.open(daemon.home / "condensate.db") as log:
+        stored = list(log.replay(thread))
+    assert [s.seq for s in stored] == list(range(1, len(stored) + 1))
+    calls = [
+        c.id for s in stored if s.event.kind == "message.assistant" for c in s.event.tool_calls
+    ]
+    results = Counter(s.event.call_id for s in stored if s.event.kind == "tool.result")
+    assert all(results[c] == 1 for c in calls), (calls, results)
+
+
+def notices(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["kind"] == "engine.notice" and e["notice"] == name]
+
+
+async def test_a_long_turn_crosses_the_ceiling_and_is_forked_with_the_window(daemon, fake, workdir):
+    """Large shell outputs push the prompt past the ceiling; the session is forked at its root's
+    first reply and the fork starts with the rendered window, under the ceiling."""
+    fake.queue(
+        *[bash(f"seq {i} {i + 700}", text=f"Step {i}.") for i in range(14)],
+        Text("all counted"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_thread(session, daemon, workdir)
+        events = await turn_ended(session, daemon, thread)
+
+    windows = [e for e in events if e["kind"] == "window"]
+    assert windows, daemon.log_tail()
+    forked = notices(events, "session-forked")
+    assert forked, [e for e in events if e["kind"] == "engine.notice"]
+    started = notices(events, "session-started")[0]
+    assert forked[0]["previous_session_id"] == started["session_id"]
+    assert forked[0]["session_id"] != started["session_id"]
+    assert started["session_id"] in forked[0]["detail"]  # forked from the root
+
+    sent = generations(fake)
+    first = next(i for i, r in enumerate(sent) if "<condensate_window>" in json.dumps(r.body))
+    opened = sent[first]
+    messages = [m for m in opened.body["messages"] if m["role"] != "system"]
+    # The fork keeps the root's first exchange (brief, first reply) and then the window.
+    assert len(messages) == 3, [m["role"] for m in messages]
+    assert "<condensate_window>" in text_of(messages[-1])
+    assert "<condensate_window>" not in text_of(messages[0])
+    assert BRIEF in text_of(messages[-1])
+    assert opened.input_tokens < CEILING
+    assert max(r.input_tokens for r in sent) < CEILING
+    assert sent[first - 1].input_tokens > opened.input_tokens
+    check_pairs(daemon, thread)
+
+
+async def test_a_prompt_too_long_forces_a_window_and_a_fresh_session(daemon, fake, workdir):
+    """The provider refuses mid-session although the count was under the ceiling; the refusal
+    is logged, forces a window, and the turn goes on in a fresh session that opens with it."""
+    fake.queue(
+        bash("seq 1 400", text="First count."),
+        bash("seq 2 400", text="Second count."),
+        Overflow(),
+        Text("finished after the refusal"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_thread(session, daemon, workdir)
+        events = await turn_ended(session, daemon, thread)
+
+    assert any(e["kind"] == "model.refused" for e in events)
+    windows = [e for e in events if e["kind"] == "window"]
+    assert windows
+    assert windows[0]["forced"]
+    fresh = notices(events, "session-fresh")
+    assert fresh
+    assert fresh[0]["previous_session_id"] == notices(events, "session-started")[0]["session_id"]
+    final = [e for e in events if e["kind"] == "message.assistant"][-1]
+    assert final["text"] == "finished after the refusal"
+
+    sent = generations(fake)
+    refused = next(i for i, r in enumerate(sent) if r.reply == "overflow")
+    retry = sent[refused + 1]
+    messages = [m for m in retry.body["messages"] if m["role"] != "system"]
+    assert len(messages) == 1  # fresh: nothing but the window
+    assert "<condensate_window>" in text_of(messages[0])
+    assert "seq 2 400" in text_of(messages[0])  # the kept work is in the window
+    check_pairs(daemon, thread)
+
+
+def claude_pid(events: list[dict[str, Any]]) -> int:
+    started = notices(events, "session-started")[-1]
+    field = next(w for w in started["detail"].split() if w.startswith("pid="))
+    return int(field.removeprefix("pid="))
+
+
+async def test_a_killed_cli_is_resumed_on_the_same_session(daemon, fake, workdir):
+    """SIGKILL of the claude process while the model streams: the engine resumes the same
+    Claude session, nothing logged before the kill is lost, and the turn completes."""
+    fake.queue(
+        bash("echo one-before-the-kill", text="Echoing."),
+        Slow(Text("never finished"), chunk_delay=0.5, chunks=20),
+        Text("finished after the resume"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_thread(session, daemon, workdir)
+        events = await wait_for(
+            session, daemon, thread, lambda e: e["kind"] == "tool.result", seconds=60
+        )
+        deadline = time.monotonic() + 60
+        while not any(r.reply == "slow:text" for r in fake.requests):
+            assert time.monotonic() < deadline, "the slow reply was never asked for"
+            await anyio.sleep(0.05)
+        await anyio.sleep(0.5)
+        os.kill(claude_pid(events), signal.SIGKILL)
+        events = await turn_ended(session, daemon, thread)
+
+    before = [e for e in events if e["kind"] == "tool.result"]
+    assert before[0]["output"].strip() == "one-before-the-kill"
+    assert notices(events, "cli-exited")
+    resumed = notices(events, "session-resumed")
+    assert resumed
+    assert resumed[0]["session_id"] == notices(events, "session-started")[0]["session_id"]
+    final = [e for e in events if e["kind"] == "message.assistant"][-1]
+    assert final["text"] == "finished after the resume"
+
+    sent = generations(fake)
+    after = sent[-1]
+    assert after.reply == "text"
+    body = json.dumps(after.body["messages"])
+    assert BRIEF in body
+    assert "one-before-the-kill" in body
+    check_pairs(daemon, thread)
