@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 
 from condensate import __version__
@@ -25,6 +26,7 @@ from condensate.events import EVENT_TYPES, now_utc
 from condensate.logs import configure_logging
 from condensate.meter import ModelWindow, measure
 from condensate.planner import Cut, HoldBack, Stop, plan
+from condensate.providers import make_client
 from condensate.rebuild import rebuild
 from condensate.render import render_window
 from condensate.settings import Settings, load_settings
@@ -212,6 +214,64 @@ def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_bar() -> Callable[[str, int, int], None] | None:
+    """A progress bar on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(policy: str, done: int, total: int) -> None:
+        if done % 25 and done != total:
+            return
+        width = 30
+        filled = round(width * done / total) if total else width
+        sys.stderr.write(f"\r{policy:<15} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
+    from condensate import replay  # noqa: PLC0415  (the fake server loads only for a replay)
+
+    recording = replay.load(Path(args.log), args.thread)
+    defaults = replay.Prices()
+    prices = replay.Prices(
+        input=defaults.input if args.price_input is None else args.price_input,
+        cache_read=defaults.cache_read if args.price_cache_read is None else args.price_cache_read,
+        cache_write=(
+            defaults.cache_write if args.price_cache_write is None else args.price_cache_write
+        ),
+        output=defaults.output if args.price_output is None else args.price_output,
+    )
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    config = replay.ReplayConfig(
+        window=args.window,
+        ceilings=settings.ceilings(),
+        planner=settings.planner(),
+        prices=prices,
+        policies=policies,
+        curator=args.curator,
+    )
+
+    async def go() -> replay.Report:
+        if args.curator == replay.FAKE_CURATOR:
+            return await replay.replay(recording, config, progress=_progress_bar())
+        providers = settings.providers()
+        async with aiohttp.ClientSession() as session:
+            return await replay.replay(
+                recording,
+                config,
+                curator_client_for=lambda model: make_client(model, providers, session),
+                progress=_progress_bar(),
+            )
+
+    report = anyio.run(go)
+    _emit(args, report.to_json(), replay.text_report(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="condensate", description=__doc__)
     parser.add_argument("--version", action="version", version=__version__)
@@ -255,6 +315,27 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--window", type=int, default=200_000, help="the model's window")
     view.add_argument("--window-resolved", action="store_true")
     view.add_argument("--render", action="store_true", help="print the view as one message")
+    replay_parser = command("replay", "replay a recorded thread through windowing policies")
+    replay_parser.add_argument(
+        "log", help="a Condensate log (SQLite or JSON lines), a Claude Code or Codex transcript"
+    )
+    replay_parser.add_argument("--thread", help="the thread, in a Condensate log with several")
+    replay_parser.add_argument(
+        "--curator",
+        default="fake",
+        help="fake (a stand-in through the fake server) or a model, e.g. "
+        "anthropic:claude-haiku-4-5 (needs its API key)",
+    )
+    replay_parser.add_argument(
+        "--policies",
+        default="condensate,unmanaged,single-summary",
+        help="comma-separated (default: %(default)s)",
+    )
+    replay_parser.add_argument("--window", type=int, help="the model's window (default: known)")
+    for name in ("input", "cache-read", "cache-write", "output"):
+        replay_parser.add_argument(
+            f"--price-{name}", type=float, help="USD per million tokens (default: Sonnet 4.5)"
+        )
     return parser
 
 
@@ -267,6 +348,7 @@ COMMANDS = {
     "tail": cmd_tail,
     "compact": cmd_compact,
     "view": cmd_view,
+    "replay": cmd_replay,
 }
 
 

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,67 @@ def test_planner_scale_prints_one_consistent_json_report() -> None:
         assert sum(result["decision_mix"].values()) == result["steps"] > 0
         assert result["windows_built"] == sum(result["windows_by_kind"].values())
         assert result["ratio"] == pytest.approx(result["count_ms"] / result["median_ms"], abs=0.05)
+
+
+LONG_TASK = ROOT / "benchmarks" / "long_task.py"
+OVERHEAD = ROOT / "benchmarks" / "overhead.py"
+RETENTION_CHECKS = {"human", "errors", "files", "pairs", "ceiling"}
+
+
+def _run_json(script: Path, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(script), "--json", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def test_long_task_prints_policies_ratios_and_retention() -> None:
+    """``long_task.py --json --small`` replays the scripted task under Condensate and both
+    baselines and reports weighted bills that add up, ratios that are their quotients, and
+    retention checks; Condensate never sends over its ceiling and keeps pairs and humans."""
+    report = _run_json(LONG_TASK, "--small")
+    assert report["benchmark"] == "long_task"
+    assert report["task"]["model_calls"] >= 90
+    policies = report["policies"]
+    assert set(policies) == {"condensate", "unmanaged", "single-summary"}
+    for name, result in policies.items():
+        billed = result["billed"]
+        weighted = billed["uncached"] + 1.25 * billed["cache_write"] + 0.1 * billed["cache_read"]
+        assert result["weighted_input"] == pytest.approx(weighted, abs=1), name
+        assert 0 < result["cache_read_share"] < 1
+        assert result["retention"].keys() >= RETENTION_CHECKS
+        assert result["model_calls"] == report["task"]["model_calls"]
+    ours = policies["condensate"]
+    ratio = ours["weighted_input"] / policies["unmanaged"]["weighted_input"]
+    assert report["ratios"]["condensate_vs_unmanaged"] == pytest.approx(ratio, abs=0.001)
+    assert sum(ours["windows"].values()) > 0
+    for check in ("human", "files", "pairs", "ceiling"):
+        assert ours["retention"][check]["passed"], (check, ours["retention"][check])
+    assert ours["peak_prompt"] <= ours["limit"]
+    assert policies["unmanaged"]["first_overflow_call"] is not None
+    assert report["condensate_failed_kept"]["retention"]["passed"]
+    assert {"cost_met", "retention_passed", "met"} <= report["goals"].keys()
+
+
+def test_overhead_prints_per_call_latency_and_append_rates() -> None:
+    """``overhead.py --json --small`` times native calls through a real runtime against
+    direct calls to the fake, and log appends with and without token counting."""
+    report = _run_json(OVERHEAD, "--small")
+    assert report["benchmark"] == "overhead"
+    call = report["per_call"]
+    assert call["calls"] == 40
+    assert call["p99_ms"] >= call["median_ms"]
+    assert call["direct_call_median_ms"] > 0
+    assert call["daemon_between_calls_median_ms"] > 0
+    appends = report["appends"]
+    for key in ("single_per_s_counted", "batch_per_s_counted", "batch_per_s_uncounted"):
+        assert appends[key] > 0, key
+    assert appends["sustained_per_s"] == appends["batch_per_s_counted"]
+    assert set(report["targets"]) >= {"median_met", "appends_met"}
