@@ -3,7 +3,7 @@ a summary's kept range. Pure: no I/O.
 
 microcompact clears older results of re-readable tools; collapse also clears older action
 results; both leave receipts. Neither touches human messages, small results, the most recent
-results, memory and control results, the brief or a pin. A summary's kept range starts on a
+results, failed calls, memory and control results, the brief or a pin. A summary's kept range starts on a
 safe boundary: a user message or the assistant message that opens a complete batch.
 """
 
@@ -122,6 +122,8 @@ def cheap_clearing(
             continue
         if entry.full_tokens < settings.small_result_tokens:
             continue
+        if isinstance(entry.event, ToolResult) and entry.event.is_error:
+            continue  # failures are what a resumed agent needs most: only a summary takes them
         if protect_from is not None and _batch_position(view, entry.batch, i) >= protect_from:
             continue
         assert isinstance(entry.event, ToolResult)

@@ -174,6 +174,22 @@ def test_cheap_tiers_leave_small_recent_and_control_results():
         assert kept.seq not in d.cleared
 
 
+def test_cheap_tiers_keep_failed_calls():
+    """A failed call's error text stays through microcompact and collapse: only a summary,
+    which keeps it verbatim, replaces it."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    _, failed_read = b.call("read", "gone.py", 2_000, error=True)
+    _, failed_test = b.call("shell", "pytest", 3_000, error=True)
+    reads(b, 3, 1_000)
+    reads(b, 50, 1_500, tool="shell")
+    d = decide(b)
+    assert isinstance(d, Cut)
+    assert d.kind == "collapse"
+    assert failed_read.seq not in d.cleared
+    assert failed_test.seq not in d.cleared
+
+
 def test_microcompact_clears_only_rereadable_results():
     """Microcompact clears reads and searches, not commands or edits."""
     b = ThreadBuilder()
