@@ -135,6 +135,11 @@ class Projection:
     """System line code -> [human turn, model calls] when it was last written."""
     _index: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
     _calls: dict[str, int] = field(default_factory=dict, repr=False)
+    layout: int = field(default=0, repr=False, compare=False)
+    """Bumped whenever entries change other than by appending (a window): a memo of
+    anything derived from the entries in order stays valid while this does not move."""
+    memo: object = field(default=None, repr=False, compare=False)
+    """A derived value kept by its deriver (``prompt.to_messages``); never serialized."""
 
     # -- folding -------------------------------------------------------------------------
 
@@ -241,6 +246,7 @@ class Projection:
         self.view_tokens += entry.tokens
 
     def _window(self, seq: int, window: Window, tokens: int) -> None:
+        self.layout += 1
         before = self.view_tokens
         for cleared in window.cleared:
             self._clear(cleared)
@@ -352,7 +358,7 @@ def _dump(p: Projection) -> dict[str, Any]:
         name: getattr(p, name)
         for name in Projection.__dataclass_fields__
         if not name.startswith("_")
-        and name not in ("entries", "anchor", "windows", "ask", "requested")
+        and name not in ("entries", "anchor", "windows", "ask", "requested", "layout", "memo")
     }
     data["entries"] = [
         {

@@ -8,6 +8,8 @@ message right after the calls, as the Messages API requires.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from condensate.events import AssistantMessage, ToolResult, UserMessage, Window
 from condensate.projector import DROP_NOTICE, Entry, Projection
 from condensate.providers.types import Block, Message, Text, Thinking, ToolOutput, ToolUse
@@ -44,19 +46,35 @@ def _blocks(entry: Entry) -> tuple[str, list[Block]]:
             return "user", []
 
 
+@dataclass
+class _Converted:
+    """The messages of ``entries[:count]`` while the view's layout stays ``layout``."""
+
+    layout: int
+    count: int
+    messages: list[Message]
+
+
 def to_messages(view: Projection) -> list[Message]:
-    """The history part of the next prompt (the baseline goes in ``system`` and ``tools``)."""
-    messages: list[Message] = []
-    for entry in view.entries:
+    """The history part of the next prompt (the baseline goes in ``system`` and ``tools``).
+
+    Between windows the view only grows, so the messages are kept on the view and extended
+    by the new entries: a call costs what was appended since the last one, not the view."""
+    memo = view.memo
+    if not isinstance(memo, _Converted) or memo.layout != view.layout:
+        memo = _Converted(view.layout, 0, [])
+    messages = memo.messages
+    for entry in view.entries[memo.count :]:
         role, blocks = _blocks(entry)
         if not blocks:
             continue
         if messages and messages[-1].role == role:
-            merged = _merge(messages[-1].content, blocks)
-            messages[-1] = Message(role, merged)
+            messages[-1] = Message(role, _merge(messages[-1].content, blocks))
         else:
             messages.append(Message(role, tuple(blocks)))  # type: ignore[arg-type]
-    return messages
+    memo.count = len(view.entries)
+    view.memo = memo
+    return list(messages)
 
 
 def _merge(first: tuple[Block, ...], second: list[Block]) -> tuple[Block, ...]:

@@ -3,8 +3,8 @@ a summary's kept range. Pure: no I/O.
 
 microcompact clears older results of re-readable tools; collapse also clears older action
 results; both leave receipts. Neither touches human messages, small results, the most recent
-results, failed calls, memory and control results, the brief or a pin. A summary's kept range starts on a
-safe boundary: a user message or the assistant message that opens a complete batch.
+results, failed calls, memory and control results, the brief or a pin. A summary's kept range
+starts on a safe boundary: a user message or the assistant message that opens a complete batch.
 """
 
 from __future__ import annotations

@@ -1,0 +1,43 @@
+"""The Claude Code engine (``claude``): drives the real ``claude`` CLI as a long-lived child.
+
+One process per Claude session: ``claude -p --input-format stream-json --output-format
+stream-json --verbose``, its state in ``$CONDENSATE_HOME/claude/<thread>`` (CLAUDE_CONFIG_DIR)
+and its own auto-compaction off, so that a provider's "prompt is too long" reaches us as a
+``result`` with ``terminal_reason: "prompt_too_long"`` instead of being compacted away.
+
+A turn sends the human messages logged since the last turn as one user line and reads lines
+until the turn's ``result``. Every top-level line becomes log events: one ``model.usage`` per
+API call (deduplicated by message id, appended before its reply as the native loop does), the
+reply as ``message.assistant``, each ``tool_result`` as ``tool.result``, and the session's
+lineage as ``engine.notice``. Subagent lines (``parent_tool_use_id`` set) keep their own context:
+they are neither logged as top-level events nor checked.
+
+The checkpoint runs after each top-level tool result. A window interrupts the turn, ends the
+process, and starts a new Claude session whose first message is the rendered window: a fork of
+the root session at its first safe point (its first assistant text) when there is one and the
+window was not forced, else a fresh session. A crash mid-turn resumes the same session once.
+
+``_cli`` owns the binary and the process, ``_translate`` the lines-to-events translation, and
+``engine`` the turns, checkpoints and sessions.
+"""
+
+from __future__ import annotations
+
+from adapters.claude_code._cli import (
+    PINNED_VERSION,
+    check_version,
+    permission_mode,
+    resolve_binary,
+)
+from adapters.claude_code._translate import _argument, _output
+from adapters.claude_code.engine import ClaudeCodeEngine
+
+__all__ = [
+    "PINNED_VERSION",
+    "ClaudeCodeEngine",
+    "_argument",
+    "_output",
+    "check_version",
+    "permission_mode",
+    "resolve_binary",
+]

@@ -1,0 +1,410 @@
+"""The Claude Code engine: a thread's turns, checkpoints and sessions.
+
+A turn sends the human messages logged since the last one and reads lines until its
+``result``, appending what ``_translate`` makes of them; after each top-level tool result the
+checkpoint runs. A window ends the process and starts a new session with it (a fork of the
+root session at its first safe point, or a fresh one); a crash mid-turn resumes once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import structlog
+
+from adapters.claude_code import _cli
+from adapters.claude_code._translate import (
+    Replies,
+    reply_of,
+    text_without_calls,
+    tool_result_blocks,
+)
+from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
+from condensate.events import (
+    AssistantMessage,
+    EngineNotice,
+    ModelRefused,
+    ModelUsage,
+    SystemLine,
+    UserMessage,
+    Window,
+)
+from condensate.projector import Projection
+from condensate.render import render_window
+
+log = structlog.get_logger()
+
+BASELINE_TOKENS = 20_000
+"""Claude Code's own system prompt and tool schemas: ~12.5k tokens for claude-opus-5-5 and
+~19-22k for claude-sonnet-4-5 (2.1.332, measured against the fake). The first count replaces
+this estimate as the meter's anchor."""
+MAX_RESTARTS_PER_TURN = 12
+CONTINUE = (
+    "Continue the task from where the conversation above leaves off. Your earlier context was "
+    "replaced by this window; reread any file you need before relying on it."
+)
+RESUMED = (
+    "The Claude Code process restarted in the middle of this turn (it exited unexpectedly); "
+    "continue the task from where you left off. A tool call that was running may have run in "
+    "part: check its effect before relying on it."
+)
+
+Start = Literal["first", "fresh", "fork", "resume"]
+
+
+@dataclass
+class _Read:
+    """How reading a turn ended."""
+
+    how: Literal["result", "exited"]
+    result: dict[str, Any] = field(default_factory=dict)
+    window: bool = False
+    """A window is due: the turn was interrupted to start a new session with it."""
+    stop: str | None = None
+    returncode: int | None = None
+
+
+class ClaudeCodeEngine:
+    """Runs turns of one ``claude`` thread through the Claude Code CLI."""
+
+    name: ClassVar[str] = "claude"
+
+    def __init__(self, spec: ThreadSpec, env: EngineEnv) -> None:
+        self.spec = spec
+        self.env = env
+        self.config_dir = env.home / "claude" / env.thread_id
+        self.process: asyncio.subprocess.Process | None = None
+        self.session_id = ""
+        self.root_session_id = ""
+        self.root_first_message = ""
+        self.root_safe_uuid: str | None = None
+        """The first assistant text line of the root session: where a fork cuts it."""
+        self.measured = False
+        """The current session had a call the provider counted."""
+        self.sent_upto = 0
+        """The last seq the CLI has seen, as a message or inside a window."""
+        self.next_start: Start = "first"
+        self.window_pending = False
+        """A window was taken outside the turn (an ask's deadline): apply it at the next
+        boundary."""
+        self.replies = Replies()
+        self._requests = 0
+
+    # -- the protocol ---------------------------------------------------------------------
+
+    def baseline(self, spec: ThreadSpec) -> int:
+        return BASELINE_TOKENS
+
+    async def apply_window(self, window: Window, view: Projection) -> None:
+        """The next boundary (a tool result, or the next turn) starts a session with it."""
+        self.window_pending = True
+
+    async def close(self) -> None:
+        await self._end_process()
+
+    async def run_turn(self, ctx: TurnContext) -> TurnOutcome:
+        if self.window_pending:
+            await self._end_process()
+            message = await self._window_start(ctx, forced=False)
+        else:
+            message = self._opening(ctx)
+        crashed = False
+        refused = False
+        last_text = ""
+        for _ in range(MAX_RESTARTS_PER_TURN):
+            if self.process is None:
+                await self._start(ctx)
+            await self._send_user(message)
+            read = await self._read_turn(ctx)
+            if read.how == "exited":
+                await self._close_open_calls(ctx, "the Claude Code process exited")
+                await ctx.append(
+                    EngineNotice(
+                        at=ctx.now(),
+                        engine="claude",
+                        notice="cli-exited",
+                        detail=f"exit {read.returncode} mid-turn; "
+                        f"{_cli.stderr_tail(self.config_dir)}",
+                        seat="main",
+                        session_id=self.session_id or None,
+                    )
+                )
+                await self._end_process()
+                if read.window or self.window_pending:
+                    message = await self._window_start(ctx, forced=False)
+                    continue
+                if crashed:
+                    return TurnOutcome(
+                        "failed",
+                        "the Claude Code process exited twice in one turn "
+                        f"(last exit {read.returncode})",
+                        last_text,
+                    )
+                crashed = True
+                self.next_start = "resume" if self.session_id else "fresh"
+                message = RESUMED if self.session_id else self._window_message(ctx)
+                continue
+            result = read.result
+            last_text = str(result.get("result") or "") or last_text
+            if read.stop is not None:
+                return TurnOutcome("stopped", read.stop, last_text)
+            if result.get("terminal_reason") == "prompt_too_long":
+                await ctx.append(
+                    ModelRefused(at=ctx.now(), message=str(result.get("result") or "")[:500])
+                )
+                if refused:
+                    return TurnOutcome(
+                        "failed",
+                        "the provider refused the prompt again after a forced window",
+                        last_text,
+                    )
+                refused = True
+                check = await ctx.checkpoint()
+                if check.stop is not None:
+                    return TurnOutcome("stopped", check.stop, last_text)
+                await self._end_process()
+                message = await self._window_start(ctx, forced=True)
+                continue
+            if read.window or self.window_pending:
+                await self._end_process()
+                message = await self._window_start(ctx, forced=False)
+                continue
+            if result.get("is_error"):
+                errors = result.get("errors") or []
+                reason = str(result.get("result") or "; ".join(map(str, errors)) or "")
+                detail = f"Claude Code ended the turn with {result.get('subtype')}"
+                detail += f" ({result.get('terminal_reason')}): {reason}"[:500]
+                await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail))
+                return TurnOutcome("failed", detail, last_text)
+            return TurnOutcome("completed", "", last_text)
+        return TurnOutcome(
+            "failed", f"{MAX_RESTARTS_PER_TURN} Claude sessions started in one turn", last_text
+        )
+
+    # -- what to send -------------------------------------------------------------------
+
+    def _opening(self, ctx: TurnContext) -> str:
+        """The turn's user line: the messages logged since the CLI last saw the view. An
+        engine without a session over a view with history (a daemon restart) starts a fresh
+        session with the view rendered as a window."""
+        view = ctx.view
+        if self.process is None and self.next_start == "first" and _has_history(view):
+            self.next_start = "fresh"
+            return self._window_message(ctx)
+        texts = [
+            e.event.text
+            for e in view.entries
+            if e.seq > self.sent_upto and isinstance(e.event, UserMessage)
+        ]
+        self.sent_upto = view.last_seq
+        return "\n\n".join(texts) or "Continue."
+
+    def _window_message(self, ctx: TurnContext) -> str:
+        self.sent_upto = ctx.view.last_seq
+        return f"{render_window(ctx.view)}\n\n{CONTINUE}"
+
+    def _fork_or_fresh(self, *, forced: bool) -> Start:
+        """Fork the root at its first safe point, unless that would only rebuild a prompt the
+        provider refused (forced), the session has no counted call yet, or the root has no
+        safe point (its first reply began with a tool call)."""
+        if forced or not self.measured or self.root_safe_uuid is None:
+            return "fresh"
+        return "fork"
+
+    async def _window_start(self, ctx: TurnContext, *, forced: bool) -> str:
+        self.window_pending = False
+        self.next_start = self._fork_or_fresh(forced=forced)
+        return self._window_message(ctx)
+
+    # -- the process ----------------------------------------------------------------------
+
+    async def _start(self, ctx: TurnContext) -> None:
+        binary = _cli.resolve_binary(self.env.claude_binary)
+        version = await asyncio.to_thread(_cli.check_version, binary)
+        start = self.next_start
+        if start == "resume" and not self.session_id:
+            start = "fresh"
+        if start == "fork" and self.root_safe_uuid is None:
+            start = "fresh"
+        new_session = None if start == "resume" else str(uuid.uuid4())
+        self.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        command = _cli.command(
+            binary,
+            self.spec,
+            resume={"resume": self.session_id, "fork": self.root_session_id}.get(start),
+            fork_at=self.root_safe_uuid if start == "fork" else None,
+            new_session=new_session,
+        )
+        self.process = await _cli.spawn(
+            command,
+            cwd=self.spec.cwd,
+            config_dir=self.config_dir,
+            env=_cli.environment(self.config_dir, self.env),
+        )
+        previous = self.session_id or None
+        if new_session is not None:
+            self.session_id = new_session
+            self.measured = False
+        if start in ("first", "fresh"):
+            self.root_session_id = self.session_id
+            self.root_first_message = ""
+            self.root_safe_uuid = None
+        self.replies.calls.clear()
+        self.next_start = "resume"
+        notice = {
+            "first": "session-started",
+            "fresh": "session-fresh",
+            "fork": "session-forked",
+            "resume": "session-resumed",
+        }[start]
+        detail = f"pid={self.process.pid} claude={version}"
+        if start == "fork":
+            detail += f" root={self.root_session_id} at={self.root_safe_uuid}"
+        await ctx.append(
+            EngineNotice(
+                at=ctx.now(),
+                engine="claude",
+                notice=notice,
+                detail=detail,
+                seat="main",
+                session_id=self.session_id,
+                previous_session_id=previous,
+            )
+        )
+        log.info(
+            "claude_started",
+            thread=ctx.thread_id,
+            how=start,
+            pid=self.process.pid,
+            session=self.session_id,
+            previous=previous,
+        )
+
+    async def _end_process(self) -> None:
+        process, self.process = self.process, None
+        if process is not None:
+            await _cli.stop(process)
+
+    async def _send_user(self, text: str) -> None:
+        assert self.process is not None
+        await _cli.write(self.process, _cli.user_line(text, self.session_id))
+
+    async def _interrupt(self) -> None:
+        self._requests += 1
+        assert self.process is not None
+        await _cli.write(self.process, _cli.interrupt_line(self._requests))
+
+    # -- reading a turn -------------------------------------------------------------------
+
+    async def _read_turn(self, ctx: TurnContext) -> _Read:
+        process = self.process
+        assert process is not None
+        assert process.stdout is not None
+        window = False
+        stop: str | None = None
+        while True:
+            raw = await process.stdout.readline()
+            if not raw:
+                await self._flush(ctx)
+                returncode = await process.wait()
+                return _Read("exited", window=window, stop=stop, returncode=returncode)
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                log.info("claude_plain_line", thread=ctx.thread_id, line=raw[:300].decode())
+                continue
+            if not isinstance(line, dict):
+                continue
+            kind = line.get("type")
+            if kind == "system" and line.get("subtype") == "init":
+                await self._init(ctx, line)
+            elif kind == "assistant" and line.get("parent_tool_use_id") is None:
+                await self._assistant(ctx, line)
+            elif kind == "user" and line.get("parent_tool_use_id") is None:
+                if not await self._tool_results(ctx, line) or window or stop is not None:
+                    continue
+                if self.window_pending:
+                    window = True
+                    await self._interrupt()
+                    continue
+                check = await ctx.checkpoint()
+                if check.stop is not None:
+                    stop = check.stop
+                    await self._interrupt()
+                elif check.window is not None:
+                    window = True
+                    await self._interrupt()
+            elif kind == "result":
+                await self._flush(ctx)
+                return _Read("result", result=line, window=window, stop=stop)
+
+    async def _init(self, ctx: TurnContext, line: dict[str, Any]) -> None:
+        session = str(line.get("session_id") or "")
+        if session and session != self.session_id:
+            await ctx.append(
+                EngineNotice(
+                    at=ctx.now(),
+                    engine="claude",
+                    notice="session-changed",
+                    detail="Claude Code reported a session id other than the one it was given",
+                    seat="main",
+                    session_id=session,
+                    previous_session_id=self.session_id or None,
+                )
+            )
+            if self.root_session_id == self.session_id:
+                self.root_session_id = session
+            self.session_id = session
+
+    async def _assistant(self, ctx: TurnContext, line: dict[str, Any]) -> None:
+        reply = reply_of(line)
+        if reply is None:
+            return
+        message_id, message = reply
+        if self.replies.starts_another(message_id):
+            await self._flush(ctx)
+        if self.root_session_id == self.session_id:
+            if not self.root_first_message:
+                self.root_first_message = message_id
+            if (
+                self.root_safe_uuid is None
+                and message_id == self.root_first_message
+                and text_without_calls(message)
+            ):
+                self.root_safe_uuid = str(line.get("uuid") or "") or None
+        self.replies.gather(message_id, message)
+
+    async def _flush(self, ctx: TurnContext) -> None:
+        """Log the reply gathered so far: its usage once per message id, then the reply."""
+        events = self.replies.flush(ctx.now)
+        if events is None:
+            return
+        if any(isinstance(e, ModelUsage) for e in events):
+            self.measured = True
+        await ctx.append(events)
+
+    async def _tool_results(self, ctx: TurnContext, line: dict[str, Any]) -> bool:
+        """Log a user line's tool results; says whether it had any."""
+        blocks = tool_result_blocks(line)
+        if not blocks:
+            return False
+        await self._flush(ctx)
+        events = self.replies.results(blocks, ctx.now)
+        if events:
+            await ctx.append(events)
+        return bool(events)
+
+    async def _close_open_calls(self, ctx: TurnContext, why: str) -> None:
+        """Every logged call gets its result, even when the process died before giving one."""
+        await self._flush(ctx)
+        events = self.replies.interrupted(why, ctx.now)
+        if events:
+            await ctx.append(events)
+
+
+def _has_history(view: Projection) -> bool:
+    return any(isinstance(e.event, AssistantMessage) for e in view.entries)

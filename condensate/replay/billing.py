@@ -1,0 +1,85 @@
+"""What model calls cost: ``Bill`` sums the tokens billed, ``Prices`` turns them into USD.
+
+Cost weights (Anthropic's price ratios to base input): uncached input 1.0, cache write 1.25,
+cache read 0.1. ``weighted_input`` is the sum of the three counts times their weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from condensate.providers.types import Usage
+
+WEIGHTS = {"uncached": 1.0, "cache_write": 1.25, "cache_read": 0.1}
+"""Anthropic's price ratios to base input tokens; ``weighted_input`` uses them."""
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens; the defaults are Claude Sonnet 4.5's list prices."""
+
+    input: float = 3.0
+    cache_read: float = 0.30
+    cache_write: float = 3.75
+    output: float = 15.0
+
+
+@dataclass
+class Bill:
+    """Tokens billed over some calls."""
+
+    calls: int = 0
+    uncached: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+
+    def add(self, usage: Usage, output: int | None = None) -> None:
+        self.calls += 1
+        self.uncached += usage.input
+        self.cache_read += usage.cache_read
+        self.cache_write += usage.cache_write
+        self.output += usage.output if output is None else output
+
+    def merged(self, other: Bill) -> Bill:
+        return Bill(
+            self.calls + other.calls,
+            self.uncached + other.uncached,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.output + other.output,
+        )
+
+    @property
+    def input(self) -> int:
+        return self.uncached + self.cache_read + self.cache_write
+
+    @property
+    def weighted(self) -> float:
+        return (
+            self.uncached * WEIGHTS["uncached"]
+            + self.cache_write * WEIGHTS["cache_write"]
+            + self.cache_read * WEIGHTS["cache_read"]
+        )
+
+    def cost(self, prices: Prices) -> float:
+        return (
+            self.uncached * prices.input
+            + self.cache_read * prices.cache_read
+            + self.cache_write * prices.cache_write
+            + self.output * prices.output
+        ) / 1_000_000
+
+    def to_json(self, prices: Prices) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "uncached": self.uncached,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "input": self.input,
+            "output": self.output,
+            "weighted_input": round(self.weighted),
+            "cache_read_share": round(self.cache_read / self.input, 4) if self.input else 0.0,
+            "cost_usd": round(self.cost(prices), 4),
+        }

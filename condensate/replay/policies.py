@@ -1,0 +1,185 @@
+"""The windowing policies a replay compares: ``condensate``, ``unmanaged``, ``single-summary``.
+
+Each decides, before every recorded model call and when the provider refuses one, which
+windows a ``Run`` takes; ``make_policy`` builds one by name.
+"""
+
+# The policies, in full:
+#
+# - ``condensate``: the real core: ``Projection`` folds, ``meter.measure``, ``planner.plan``,
+#   cheap cuts carried out in process, summaries written by ``Curator`` (against the fake, or a
+#   real model);
+# - ``unmanaged``: nothing until the provider refuses the prompt; then the oldest history is
+#   dropped (the brief kept) down to half the window, as a naive agent truncates on overflow.
+#   Where it would simply end instead is reported as ``first_overflow_call``;
+# - ``single-summary``: Claude Code's default shape: at 83.5 % of the window the whole history
+#   is summarized in one call (the view plus a summary request, so the prefix is a cache read)
+#   and nothing is kept verbatim but the brief.
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from condensate import planner as planning
+from condensate import tiers
+from condensate.errors import CondensateError, ContextWindowExceeded
+from condensate.events import SystemLine, Window, WindowTrigger
+from condensate.meter import ModelWindow, measure, next_prompt
+from condensate.planner import Cut, HoldBack, Proceed, Stop
+from condensate.replay.config import POLICIES, SINGLE_SUMMARY_SHARE, ReplayConfig
+
+if TYPE_CHECKING:
+    from condensate.replay.runner import Run
+
+MAX_CUTS_PER_CALL = 3
+
+
+class Policy(Protocol):
+    name: str
+
+    def limit(self, run: Run) -> int: ...
+
+    async def before_call(self, run: Run) -> str | None:
+        """Take whatever windows are due; a reason when the call must not be sent."""
+        ...
+
+    async def on_refused(self, run: Run, exc: ContextWindowExceeded) -> None: ...
+
+
+def _trigger(used: int, window: int, reason: str, freed: int = 0) -> WindowTrigger:
+    return WindowTrigger(
+        used=used, line=window, ceiling=window, window=window, freed=freed, reason=reason
+    )
+
+
+class CondensatePolicy:
+    """The real core, as the runtime's checkpoint runs it before each native model call."""
+
+    name = "condensate"
+
+    def limit(self, run: Run) -> int:
+        return measure(run.view, ModelWindow(run.window, True), run.config.ceilings).limit
+
+    async def before_call(self, run: Run) -> str | None:
+        window = ModelWindow(run.window, resolved=True)
+        for _ in range(MAX_CUTS_PER_CALL):
+            usage = measure(run.view, window, run.config.ceilings)
+            decision = planning.plan(run.view, usage, run.config.planner, run.now)
+            match decision:
+                case Proceed():
+                    return None
+                case HoldBack(why=why, line=line):
+                    run.holds[why] += 1
+                    if line is not None:
+                        run.append(SystemLine(at=run.now, code=line[0], text=line[1]))
+                    return None
+                case Stop(reason=reason):
+                    run.append(
+                        SystemLine(
+                            at=run.now, code="turn-stopped", text=f"The turn stopped: {reason}."
+                        )
+                    )
+                    return reason
+                case Cut():
+                    if decision.needs_curator:
+                        taken = await run.curator_summary(decision)
+                    else:
+                        taken = decision.window(run.view.last_seq, run.now)
+                    if taken is None:
+                        run.append(
+                            SystemLine(
+                                at=run.now,
+                                code="summary-missed",
+                                text="No summary arrived; the cut waits.",
+                            )
+                        )
+                        return None
+                    run.take_window(taken)
+                case _:
+                    return None
+        return None
+
+    async def on_refused(self, run: Run, exc: ContextWindowExceeded) -> None:
+        """The refusal is logged; the next check forces a window."""
+
+
+class UnmanagedPolicy:
+    """Sends everything; when the provider refuses, drops the oldest history down to half
+    the window (the brief kept)."""
+
+    name = "unmanaged"
+
+    def limit(self, run: Run) -> int:
+        return run.window
+
+    async def before_call(self, run: Run) -> str | None:
+        return None
+
+    async def on_refused(self, run: Run, exc: ContextWindowExceeded) -> None:
+        _drop(run, exc.tokens or run.window, "unmanaged: the provider refused the prompt")
+
+
+def _drop(run: Run, used: int, reason: str) -> None:
+    budget = max(run.window // 2 - run.recording.baseline, 0)
+    cut = tiers.summary_cut(run.view, budget, None)
+    keep_from = None if cut is None else cut.keep_from
+    run.take_window(
+        Window(
+            at=run.now,
+            window_kind="drop",
+            cut=run.view.last_seq,
+            keep_from=keep_from,
+            author="system",
+            forced=True,
+            trigger=_trigger(used, run.window, reason),
+        )
+    )
+
+
+class SingleSummaryPolicy:
+    """At a share of the window (83.5 %), one summary of everything; nothing kept."""
+
+    name = "single-summary"
+
+    def __init__(self, share: float = SINGLE_SUMMARY_SHARE) -> None:
+        self.share = share
+
+    def limit(self, run: Run) -> int:
+        return run.window
+
+    async def before_call(self, run: Run) -> str | None:
+        used, _ = next_prompt(run.view)
+        if used > self.share * run.window:
+            await self._summarize(run, used)
+        return None
+
+    async def on_refused(self, run: Run, exc: ContextWindowExceeded) -> None:
+        await self._summarize(run, exc.tokens or run.window)
+
+    async def _summarize(self, run: Run, used: int) -> None:
+        text = await run.summary_call()
+        if text is None:
+            _drop(run, used, "single-summary: the summary call itself was refused")
+            return
+        run.take_window(
+            Window(
+                at=run.now,
+                window_kind="summary",
+                cut=run.view.last_seq,
+                keep_from=None,
+                summary=text,
+                author="curator",
+                trigger=_trigger(used, run.window, f"single summary at {self.share:.1%}"),
+            )
+        )
+
+
+def make_policy(name: str, config: ReplayConfig) -> Policy:
+    if name == "condensate":
+        return CondensatePolicy()
+    if name == "unmanaged":
+        return UnmanagedPolicy()
+    if name == "single-summary":
+        return SingleSummaryPolicy(config.single_summary_share)
+    msg = f"Unknown policy {name!r}; use one of {', '.join(POLICIES)}."
+    raise CondensateError(msg)
