@@ -11,6 +11,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,29 @@ class _Calls:
         )
 
 
+@dataclass
+class _Reply:
+    """An assistant message being assembled from a transcript's lines."""
+
+    at: datetime
+    id: str | None = None
+    text: list[str] = field(default_factory=list)
+    thinking: list[ThinkingBlock] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def done(self, calls: _Calls) -> AssistantMessage:
+        """The finished message; its calls are remembered so their results can be named."""
+        for call in self.calls:
+            calls.by_id[call.id] = call
+        return AssistantMessage(
+            at=self.at,
+            text="\n".join(self.text),
+            thinking=tuple(self.thinking),
+            tool_calls=tuple(self.calls),
+            message_id=self.id,
+        )
+
+
 def _first_prompt_baseline(events: Sequence[Event], prompt: int | None, model: str) -> int:
     """The recorded first prompt less what the conversation before it counts: the baseline."""
     if prompt is None:
@@ -198,27 +222,15 @@ def from_claude(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # 
     Sidechains (subagents) and API error lines are skipped."""
     events: list[Event] = []
     calls = _Calls()
-    pending: dict[str, Any] | None = None
+    pending: _Reply | None = None
     model = ""
     first_prompt: int | None = None
     clock = _EPOCH
 
     def flush() -> None:
         nonlocal pending
-        if pending is None:
-            return
-        tool_calls = tuple(pending["calls"])
-        for call in tool_calls:
-            calls.by_id[call.id] = call
-        events.append(
-            AssistantMessage(
-                at=pending["at"],
-                text="\n".join(pending["text"]),
-                thinking=tuple(pending["thinking"]),
-                tool_calls=tool_calls,
-                message_id=pending["id"],
-            )
-        )
+        if pending is not None:
+            events.append(pending.done(calls))
         pending = None
 
     for line in lines:
@@ -231,10 +243,10 @@ def from_claude(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # 
         kind = line.get("type")
         if kind == "assistant":
             message_id = str(message.get("id") or line.get("uuid") or "")
-            if pending is not None and pending["id"] != message_id:
+            if pending is not None and pending.id != message_id:
                 flush()
             if pending is None:
-                pending = {"id": message_id, "at": clock, "text": [], "thinking": [], "calls": []}
+                pending = _Reply(clock, message_id)
                 model = model or str(message.get("model") or "")
                 usage = message.get("usage")
                 if first_prompt is None and isinstance(usage, dict):
@@ -250,16 +262,16 @@ def from_claude(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # 
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "text":
-                    pending["text"].append(str(block.get("text", "")))
+                    pending.text.append(str(block.get("text", "")))
                 elif block.get("type") == "thinking":
-                    pending["thinking"].append(
+                    pending.thinking.append(
                         ThinkingBlock(
                             text=str(block.get("thinking", "")),
                             signature=str(block.get("signature", "")),
                         )
                     )
                 elif block.get("type") == "tool_use":
-                    pending["calls"].append(
+                    pending.calls.append(
                         ToolCall(
                             id=str(block["id"]),
                             name=str(block.get("name", "")),
@@ -310,29 +322,21 @@ def from_codex(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # n
     developer messages and the environment context are the baseline."""
     events: list[Event] = []
     calls = _Calls()
-    pending: dict[str, Any] | None = None
+    pending: _Reply | None = None
     model = ""
     first_prompt: int | None = None
     clock = _EPOCH
 
     def flush() -> None:
         nonlocal pending
-        if pending is None:
-            return
-        tool_calls = tuple(pending["calls"])
-        for call in tool_calls:
-            calls.by_id[call.id] = call
-        events.append(
-            AssistantMessage(
-                at=pending["at"], text="\n".join(pending["text"]), tool_calls=tool_calls
-            )
-        )
+        if pending is not None:
+            events.append(pending.done(calls))
         pending = None
 
-    def assistant() -> dict[str, Any]:
+    def assistant() -> _Reply:
         nonlocal pending
         if pending is None:
-            pending = {"at": clock, "text": [], "calls": []}
+            pending = _Reply(clock)
         return pending
 
     for line in lines:
@@ -360,9 +364,9 @@ def from_codex(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # n
                 text = _content_text(payload.get("content"))
                 role = payload.get("role")
                 if role == "assistant":
-                    if pending is not None and pending["calls"]:
+                    if pending is not None and pending.calls:
                         flush()
-                    assistant()["text"].append(text)
+                    assistant().text.append(text)
                 elif role == "user":
                     flush()
                     stripped = text.lstrip()
@@ -381,7 +385,7 @@ def from_codex(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # n
                 if not isinstance(arguments, dict):
                     arguments = {"input": arguments}
                 call_id = str(payload.get("call_id") or payload.get("id") or "")
-                assistant()["calls"].append(
+                assistant().calls.append(
                     ToolCall(id=call_id, name=str(payload.get("name", "")), arguments=arguments)
                 )
             elif item in ("function_call_output", "custom_tool_call_output"):

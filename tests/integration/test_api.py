@@ -15,7 +15,6 @@ import re
 import stat
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ import pytest
 from condensate.client import DaemonClient
 from condensate.server import MAX_BODY, ROUTES
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
-from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
+from tests.integration.daemon import DaemonProcess, call, wait_for
 
 MODEL = "anthropic:claude-sonnet-4-5"
 THREAD_KEYS = {"id", "usage", "ceiling", "line", "pendingAsk", "seats"}
@@ -36,20 +35,6 @@ BIG_READS = 1_000
 
 
 # -- fixtures and helpers ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer.in_thread(window=200_000) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def daemon(
-    fake: FakeModelServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DaemonProcess]:
-    with running_daemon(tmp_path_factory.mktemp("daemon"), fake.url) as process:
-        yield process
 
 
 def _marker() -> str:

@@ -15,7 +15,6 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +25,12 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from condensate.client import DaemonClient
 from condensate.testing.fake_model import FakeModelServer, Text
-from tests.integration.daemon import REPO, DaemonProcess, call, running_daemon
+from tests.integration.daemon import REPO, DaemonProcess, call
 
 MODEL = "anthropic:claude-sonnet-4-5"
 
 
 # -- fixtures and helpers ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer.in_thread(window=200_000) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def daemon(
-    fake: FakeModelServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DaemonProcess]:
-    with running_daemon(tmp_path_factory.mktemp("daemon"), fake.url) as process:
-        yield process
 
 
 def _marker() -> str:
