@@ -102,18 +102,22 @@ async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterat
         curator = Curator(settings.curator(), client_for, session)
         runtime = Runtime(settings, event_log, engines, curator, client_for, window_for)
         runner: web.AppRunner | None = None
+        # Bound before recovery so that engines (a head's MCP tools) know the API's address;
+        # served after it, so that no call finds a thread not yet recovered.
+        listener = _listen(settings.host, settings.port)
+        port = int(listener.getsockname()[1])
+        url = f"http://{settings.host}:{port}"
+        runtime.daemon_url = _loopback_url(settings.host, port)
+        runtime.daemon_token = token
         try:
             async with anyio.create_task_group() as tasks:
                 runtime.bind(tasks)
                 await runtime.recover()
-                guard = Guard(token, frozenset())
+                guard = Guard(token, allowed_hosts(settings, port))
                 runner = web.AppRunner(make_app(runtime, guard), access_log=None)
                 await runner.setup()
-                site = web.TCPSite(runner, settings.host, settings.port)
+                site = web.SockSite(runner, listener)
                 await site.start()
-                port = _bound_port(runner, settings.port)
-                guard.hosts = allowed_hosts(settings, port)
-                url = f"http://{settings.host}:{port}"
                 (settings.home / DAEMON_FILE).write_text(
                     json.dumps({"url": url, "pid": os.getpid()})
                 )
@@ -127,17 +131,26 @@ async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterat
         finally:
             if runner is not None:
                 await runner.cleanup()
+            listener.close()
             for thread in runtime.threads.values():
                 await thread.engine.close()
             event_log.close()
             log.info("daemon_stopped")
 
 
-def _bound_port(runner: web.AppRunner, wanted: int) -> int:
-    for address in runner.addresses:
-        if isinstance(address, tuple) and len(address) >= 2:
-            return int(address[1])
-    return wanted
+def _listen(host: str, port: int) -> socket.socket:
+    """A bound, listening socket (``port`` 0 picks a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=128)
+
+
+def _loopback_url(host: str, port: int) -> str:
+    """Where local tools reach the API: the bound address, or loopback for a wildcard."""
+    if host in ("0.0.0.0", "::"):  # noqa: S104 - compared, not bound
+        host = "127.0.0.1"  # a dual-stack "::" accepts IPv4 too
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 async def serve(settings: Settings) -> None:

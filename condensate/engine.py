@@ -108,6 +108,10 @@ class EngineEnv:
     anthropic_api_key: str = ""
     claude_binary: str | None = None
     """``CONDENSATE_CLAUDE_BINARY``; ``None``: the project's pinned CLI, else ``claude`` on PATH."""
+    daemon_url: str = ""
+    """Where the daemon's HTTP API answers (a loopback address): a head's tools call it."""
+    daemon_token: str = ""
+    """The API's bearer token, for the same tools."""
 
 
 EngineFactory = Callable[[ThreadSpec, EngineEnv], EngineAdapter]

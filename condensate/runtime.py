@@ -54,7 +54,6 @@ from condensate.planner import Ask, Cut, HoldBack, PlannerSettings, Proceed, Sto
 from condensate.preview import Preview, preview
 from condensate.projector import Projection
 from condensate.providers import ModelClient
-from condensate.rebuild import checkpoint as save_snapshot
 from condensate.rebuild import rebuild
 from condensate.settings import Settings
 from condensate.store import EventLog
@@ -77,6 +76,9 @@ class Thread:
     window: ModelWindow
     engine: EngineAdapter
     lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Held while a window check runs or an answer is recorded."""
+    appending: anyio.Lock = field(default_factory=anyio.Lock)
+    """Held while events are written and folded."""
     changed: anyio.Event = field(default_factory=anyio.Event)
     running: bool = False
     seats: dict[str, str] = field(default_factory=dict)
@@ -98,6 +100,9 @@ class Runtime:
     client_for: Callable[[str], ModelClient]
     window_for: Callable[[str], Awaitable[ModelWindow]]
     clock: Callable[[], datetime] = now_utc
+    daemon_url: str = ""
+    """The API's address for engines' tools; set by the composition root before ``recover``."""
+    daemon_token: str = ""
     threads: dict[str, Thread] = field(default_factory=dict)
     _tasks: TaskGroup | None = None
 
@@ -121,18 +126,27 @@ class Runtime:
         """Write to the log, then fold into the view: the view never runs ahead of the log."""
         batch = [events] if not isinstance(events, Sequence) else list(events)
         counter = counter_for(thread.spec.model)
-        stored = await anyio.to_thread.run_sync(
-            lambda: self.log.append(thread.thread_id, batch, counter)
-        )
-        for item in stored:
-            thread.projection.apply(item)
-        if thread.projection.last_seq - thread.snapshot_at >= SNAPSHOT_EVERY:
-            projection = thread.projection
-            thread.snapshot_at = await anyio.to_thread.run_sync(
-                lambda: save_snapshot(self.log, projection)
+        # One append at a time per thread: two writers (a turn and an HTTP steer) would
+        # otherwise fold their events out of seq order.
+        async with thread.appending:
+            stored = await anyio.to_thread.run_sync(
+                lambda: self.log.append(thread.thread_id, batch, counter)
             )
+            for item in stored:
+                thread.projection.apply(item)
+            if thread.projection.last_seq - thread.snapshot_at >= SNAPSHOT_EVERY:
+                await self._snapshot(thread)
         thread.notify()
         return stored
+
+    async def _snapshot(self, thread: Thread) -> None:
+        """Serialize the state here, where nothing else mutates it, and write it off the loop."""
+        upto, state = thread.projection.last_seq, thread.projection.to_json()
+        saved = await anyio.to_thread.run_sync(
+            lambda: self.log.save_snapshot(thread.thread_id, upto, state)
+        )
+        thread.projection.apply(saved)
+        thread.snapshot_at = upto
 
     def engine_env(self, thread_id: str) -> EngineEnv:
         """What the thread's engine needs from the settings (CLI engines keep state here)."""
@@ -142,6 +156,8 @@ class Runtime:
             anthropic_base_url=self.settings.anthropic_base_url,
             anthropic_api_key=self.settings.anthropic_api_key,
             claude_binary=self.settings.claude_binary,
+            daemon_url=self.daemon_url,
+            daemon_token=self.daemon_token,
         )
 
     def get(self, thread_id: str) -> Thread:

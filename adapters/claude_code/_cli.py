@@ -11,10 +11,12 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
+from condensate import mcp
 from condensate.engine import EngineEnv, ThreadSpec
 from condensate.errors import ConfigError
 from condensate.providers import parse_model
@@ -32,6 +34,9 @@ LINE_LIMIT = 64 * 1024 * 1024
 STOP_GRACE_SECONDS = 5.0
 CLAUDE_MODES = frozenset({"acceptEdits", "bypassPermissions", "plan", "dontAsk", "auto"})
 """Claude Code's own permission modes, passed through as given."""
+
+MCP_SERVER = mcp.SERVER_NAME
+"""Claude Code names the head's tools ``mcp__condensate__<tool>``."""
 
 _versions: dict[str, str] = {}
 
@@ -102,9 +107,11 @@ def command(
     resume: str | None,
     fork_at: str | None,
     new_session: str | None,
+    mcp_config: Path | None = None,
 ) -> list[str]:
     """The command line of a thread's CLI. ``resume`` continues that session, or with
-    ``fork_at`` forks it at that line; ``new_session`` is the id the new session takes."""
+    ``fork_at`` forks it at that line; ``new_session`` is the id the new session takes;
+    ``mcp_config`` is a head's tools (Condensate's MCP server, and no other)."""
     args = [
         binary,
         "-p",
@@ -119,7 +126,10 @@ def command(
         permission_mode(spec.permissions),
     ]
     if spec.tools:
-        args += ["--allowedTools", ",".join(spec.tools)]
+        tools = [*spec.tools, f"mcp__{MCP_SERVER}"] if mcp_config else list(spec.tools)
+        args += ["--allowedTools", ",".join(tools)]
+    if mcp_config is not None:
+        args += ["--mcp-config", str(mcp_config), "--strict-mcp-config"]
     if spec.persona:
         args += ["--append-system-prompt", spec.persona]
     if resume is not None:
@@ -129,6 +139,17 @@ def command(
     if new_session is not None:
         args += ["--session-id", new_session]
     return args
+
+
+def write_mcp_config(config_dir: Path, env: EngineEnv) -> Path:
+    """The ``--mcp-config`` file of a head: Condensate's tools for its thread, mode 0600 (it
+    holds the API token)."""
+    path = config_dir / "condensate-mcp.json"
+    document = mcp.config(sys.executable, env.daemon_url, env.daemon_token, env.thread_id)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(document, handle)
+    return path
 
 
 def environment(config_dir: Path, env: EngineEnv) -> dict[str, str]:

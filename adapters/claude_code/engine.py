@@ -12,6 +12,7 @@ import asyncio
 import json
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import structlog
@@ -47,6 +48,13 @@ CONTINUE = (
     "Continue the task from where the conversation above leaves off. Your earlier context was "
     "replaced by this window; reread any file you need before relying on it."
 )
+ASK = (
+    "Condensate asks you to compact your context now (it is at {used} of your {line}-token "
+    "line): call the compact_context tool with a summary of what matters so far (the task, "
+    "decisions, files, failed attempts and what is left), or compact_microcompact to clear "
+    "old tool results. If nobody answers by {deadline}, Condensate writes the summary itself."
+)
+"""Told to a head once per ask, in the next user line the engine writes to the CLI."""
 RESUMED = (
     "The Claude Code process restarted in the middle of this turn (it exited unexpectedly); "
     "continue the task from where you left off. A tool call that was running may have run in "
@@ -93,6 +101,16 @@ class ClaudeCodeEngine:
         boundary."""
         self.replies = Replies()
         self._requests = 0
+        self.told_ask: str | None = None
+        """The last ask the head was told about."""
+        self.in_turn = False
+        self.prestarted = False
+        """``apply_window`` outside a turn already started the new session's process; the
+        next turn writes the window as its first message."""
+        self._restart = asyncio.Lock()
+        self._ctx: TurnContext | None = None
+        """The last turn's context: the runtime's handle on this thread, valid between turns
+        (``apply_window`` logs the new session's notice through it)."""
 
     # -- the protocol ---------------------------------------------------------------------
 
@@ -100,25 +118,56 @@ class ClaudeCodeEngine:
         return BASELINE_TOKENS
 
     async def apply_window(self, window: Window, view: Projection) -> None:
-        """The next boundary (a tool result, or the next turn) starts a session with it."""
+        """During a turn, the next boundary (a tool result, or the turn's result) starts a
+        session with the window. Outside a turn the session restarts now: the old process
+        ends and the new one (a fork of the root, or fresh) starts at once; the window is its
+        first message, written when the thread next has something to say (sending it now
+        would only buy a model call whose reply nobody waits for)."""
         self.window_pending = True
+        if self.in_turn or self._ctx is None:
+            return
+        async with self._restart:  # a turn that starts meanwhile waits for the new session
+            await self._end_process()
+            self.next_start = self._fork_or_fresh(forced=False)
+            await self._start(self._ctx)
+            self.prestarted = True
 
     async def close(self) -> None:
         await self._end_process()
 
     async def run_turn(self, ctx: TurnContext) -> TurnOutcome:
+        self._ctx = ctx
+        self.in_turn = True
+        try:
+            async with self._restart:  # a restart begun outside the turn finishes first
+                pass
+            return await self._run_turn(ctx)
+        finally:
+            self.in_turn = False
+
+    async def _turn_start(self, ctx: TurnContext) -> str | TurnOutcome:
+        """The turn's first message; a compaction queued between turns (an operator's answer
+        to an ask) is taken here, at the turn's start."""
+        check = await ctx.checkpoint()
+        if check.stop is not None:
+            return TurnOutcome("stopped", check.stop, "")
+        if check.window is not None:
+            self.window_pending = True
         if self.window_pending:
-            await self._end_process()
-            message = await self._window_start(ctx, forced=False)
-        else:
-            message = self._opening(ctx)
+            return await self._window_start(ctx, forced=False)
+        return self._opening(ctx)
+
+    async def _run_turn(self, ctx: TurnContext) -> TurnOutcome:
+        message = await self._turn_start(ctx)
+        if isinstance(message, TurnOutcome):
+            return message
         crashed = False
         refused = False
         last_text = ""
         for _ in range(MAX_RESTARTS_PER_TURN):
             if self.process is None:
                 await self._start(ctx)
-            await self._send_user(message)
+            await self._send_user(await self._with_ask(ctx, message))
             read = await self._read_turn(ctx)
             if read.how == "exited":
                 await self._close_open_calls(ctx, "the Claude Code process exited")
@@ -170,7 +219,6 @@ class ClaudeCodeEngine:
                 message = await self._window_start(ctx, forced=True)
                 continue
             if read.window or self.window_pending:
-                await self._end_process()
                 message = await self._window_start(ctx, forced=False)
                 continue
             if result.get("is_error"):
@@ -180,6 +228,10 @@ class ClaudeCodeEngine:
                 detail += f" ({result.get('terminal_reason')}): {reason}"[:500]
                 await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail))
                 return TurnOutcome("failed", detail, last_text)
+            if self._untold_ask(ctx):
+                # The ask opened during the turn: tell the head now, in a follow-up line.
+                message = ""
+                continue
             return TurnOutcome("completed", "", last_text)
         return TurnOutcome(
             "failed", f"{MAX_RESTARTS_PER_TURN} Claude sessions started in one turn", last_text
@@ -216,9 +268,40 @@ class ClaudeCodeEngine:
         return "fork"
 
     async def _window_start(self, ctx: TurnContext, *, forced: bool) -> str:
+        """End the session and say how the next one starts; the message it opens with."""
         self.window_pending = False
-        self.next_start = self._fork_or_fresh(forced=forced)
+        if self.prestarted and not forced:
+            self.prestarted = False  # apply_window already started the new session
+        else:
+            self.prestarted = False
+            await self._end_process()
+            self.next_start = self._fork_or_fresh(forced=forced)
         return self._window_message(ctx)
+
+    def _untold_ask(self, ctx: TurnContext) -> bool:
+        ask = ctx.view.ask
+        return ask is not None and ask.ask_id != self.told_ask
+
+    async def _with_ask(self, ctx: TurnContext, message: str) -> str:
+        """``message``, with the pending ask appended the first time the head hears of it."""
+        ask = ctx.view.ask
+        if ask is None or ask.ask_id == self.told_ask:
+            return message or "Continue."
+        self.told_ask = ask.ask_id
+        note = ASK.format(
+            used=ask.used, line=ask.line, deadline=ask.deadline.strftime("%H:%M:%S UTC")
+        )
+        await ctx.append(
+            EngineNotice(
+                at=ctx.now(),
+                engine="claude",
+                notice="ask-delivered",
+                detail=f"{ask.ask_id} told to the head in its next user line",
+                seat="main",
+                session_id=self.session_id or None,
+            )
+        )
+        return f"{message}\n\n{note}" if message else note
 
     # -- the process ----------------------------------------------------------------------
 
@@ -238,6 +321,7 @@ class ClaudeCodeEngine:
             resume={"resume": self.session_id, "fork": self.root_session_id}.get(start),
             fork_at=self.root_safe_uuid if start == "fork" else None,
             new_session=new_session,
+            mcp_config=self._mcp_config(),
         )
         self.process = await _cli.spawn(
             command,
@@ -283,6 +367,13 @@ class ClaudeCodeEngine:
             session=self.session_id,
             previous=previous,
         )
+
+    def _mcp_config(self) -> Path | None:
+        """A head gets Condensate's tools; other threads are windowed without asking, so the
+        tools would only cost them schema tokens and a process per session."""
+        if not self.spec.head or not self.env.daemon_url:
+            return None
+        return _cli.write_mcp_config(self.config_dir, self.env)
 
     async def _end_process(self) -> None:
         process, self.process = self.process, None

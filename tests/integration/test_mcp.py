@@ -1,0 +1,134 @@
+"""The head's MCP server (``python -m condensate.mcp``) as a real subprocess against a real
+daemon: the MCP handshake, its three tools, and errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from condensate.client import DaemonClient
+from condensate.mcp import TOKEN_ENV
+from tests.integration.daemon import REPO, DaemonProcess
+
+
+def idle_thread(daemon: DaemonProcess, cwd: str) -> str:
+    client = DaemonClient(daemon.url, daemon.token)
+    thread = client.call(
+        "POST",
+        "/threads",
+        {"model": "anthropic:claude-sonnet-4-5", "cwd": cwd, "brief": "hello from mcp"},
+    )["id"]
+    for _ in range(300):
+        if client.call("GET", f"/threads/{thread}")["status"] == "idle":
+            return str(thread)
+        time.sleep(0.1)
+    msg = "the thread never went idle"
+    raise AssertionError(msg)
+
+
+def session(
+    daemon: DaemonProcess, thread: str, *messages: dict[str, Any], token: str | None = None
+) -> list[dict[str, Any]]:
+    """Every reply the server wrote for ``messages`` (sent as one stdin, one per line)."""
+    lines = "".join(json.dumps(m) + "\n" for m in messages)
+    result = subprocess.run(
+        [sys.executable, "-m", "condensate.mcp", "--url", daemon.url, "--thread", thread],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        check=True,
+        env={**os.environ, TOKEN_ENV: daemon.token if token is None else token},
+    )
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def call(ident: int, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments or {}},
+    }
+
+
+HANDSHAKE = (
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+)
+
+
+def test_handshake_lists_the_three_tools(daemon, tmp_path):
+    """initialize answers with tool capabilities; tools/list offers compact_context,
+    compact_microcompact and context_usage; a notification gets no reply."""
+    replies = session(daemon, idle_thread(daemon, str(tmp_path)), *HANDSHAKE)
+    assert [r["id"] for r in replies] == [1, 2]
+    assert "tools" in replies[0]["result"]["capabilities"]
+    names = {tool["name"] for tool in replies[1]["result"]["tools"]}
+    assert names == {"compact_context", "compact_microcompact", "context_usage"}
+
+
+def test_context_usage_reports_the_threads_numbers(daemon, tmp_path):
+    """context_usage answers with the thread's used, line, ceiling and window."""
+    replies = session(
+        daemon, idle_thread(daemon, str(tmp_path)), *HANDSHAKE, call(3, "context_usage")
+    )
+    result = replies[-1]["result"]
+    assert result["isError"] is False
+    usage = json.loads(result["content"][0]["text"])
+    assert {"used", "line", "ceiling", "window", "pendingAsk"} <= usage.keys()
+    assert usage["used"] > 0
+
+
+def test_compaction_tools_queue_a_compaction_by_the_thread(daemon, tmp_path):
+    """compact_microcompact and compact_context queue compactions recorded as the thread's."""
+    thread = idle_thread(daemon, str(tmp_path))
+    replies = session(
+        daemon,
+        thread,
+        *HANDSHAKE,
+        call(3, "compact_microcompact"),
+        call(4, "compact_context", {"summary": "my own notes"}),
+    )
+    assert all(r["result"]["isError"] is False for r in replies[2:])
+    client = DaemonClient(daemon.url, daemon.token)
+    tail = client.call("GET", f"/threads/{thread}/tail?limit=1000")["events"]
+    requested = [
+        (e["mode"], e["by"], e["summary"]) for e in tail if e["kind"] == "compaction.requested"
+    ]
+    assert requested == [("microcompact", "thread", None), ("summary", "thread", "my own notes")]
+
+
+def test_bad_calls_are_errors_not_crashes(daemon, tmp_path):
+    """An empty summary, an unknown tool, an unknown method and a wrong token come back as
+    errors the model can read."""
+    thread = idle_thread(daemon, str(tmp_path))
+    replies = session(
+        daemon,
+        thread,
+        *HANDSHAKE,
+        call(3, "compact_context", {"summary": " "}),
+        call(4, "no_such_tool"),
+        {"jsonrpc": "2.0", "id": 5, "method": "resources/list"},
+    )
+    assert replies[2]["result"]["isError"] is True
+    assert replies[3]["result"]["isError"] is True
+    assert replies[4]["error"]["code"] == -32601
+    refused = session(daemon, thread, call(1, "compact_microcompact"), token="wrong")  # noqa: S106 - a wrong token on purpose
+    assert refused[0]["result"]["isError"] is True
+    assert "unauthorized" in refused[0]["result"]["content"][0]["text"]
