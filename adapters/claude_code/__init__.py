@@ -6,11 +6,14 @@ and its own auto-compaction off, so that a provider's "prompt is too long" reach
 ``result`` with ``terminal_reason: "prompt_too_long"`` instead of being compacted away.
 
 A turn sends the human messages logged since the last turn as one user line and reads lines
-until the turn's ``result``. Every top-level line becomes log events: one ``model.usage`` per
-API call (deduplicated by message id, appended before its reply as the native loop does), the
-reply as ``message.assistant``, each ``tool_result`` as ``tool.result``, and the session's
-lineage as ``engine.notice``. Subagent lines (``parent_tool_use_id`` set) keep their own context:
-they are neither logged as top-level events nor checked.
+until the turn's ``result``. A turn the CLI runs by itself when a background subagent finishes
+(its ``result`` has ``origin.kind: "task-notification"``), perhaps between our turns, is logged
+but does not end the turn being read. Every top-level line becomes log events: one
+``model.usage`` per API call (deduplicated by message id, appended before its reply as the
+native loop does), the reply as ``message.assistant``, each ``tool_result`` as
+``tool.result``, and the session's lineage as ``engine.notice``. Subagent lines
+(``parent_tool_use_id`` set) keep their own context: they are neither logged as top-level
+events nor checked.
 
 The checkpoint runs after each top-level tool result. A window interrupts the turn, ends the
 process, and starts a new Claude session whose first message is the rendered window: a fork of

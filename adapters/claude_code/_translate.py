@@ -40,6 +40,22 @@ class _Pending:
     calls: list[ToolCall] = field(default_factory=list)
 
 
+def top_level(line: dict[str, Any]) -> bool:
+    """The head's own line; a subagent's lines name the call that started it in
+    ``parent_tool_use_id``, keep their own context and are not logged."""
+    return line.get("parent_tool_use_id") is None
+
+
+def unprompted(result: dict[str, Any]) -> bool:
+    """A ``result`` of a turn the CLI started by itself, not of a user line it was sent: when a
+    background ``Agent`` finishes, claude 2.1.332 prints the subagent's lines, a
+    ``task_notification`` and then a whole head turn (``init``, replies, ``result`` with
+    ``origin: {"kind": "task-notification"}``), even while no turn of ours is running. A result
+    of a user line has no ``origin`` (or ``{"kind": "human"}``)."""
+    origin = result.get("origin")
+    return isinstance(origin, dict) and origin.get("kind") not in (None, "human")
+
+
 def reply_of(line: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """An assistant line's message id and message; None for an API error shown as a reply
     (the result carries it) or a local note."""
@@ -74,6 +90,26 @@ class Replies:
         self.open_calls: dict[str, ToolCall] = {}
         """Logged calls still waiting for their result."""
         self.usage_logged: set[str] = set()
+
+    def assistant_line(self, line: dict[str, Any], now: Clock) -> list[Event]:
+        """Gather a top-level assistant line; the events of the reply it ends, if it starts
+        another. A subagent's line, an API error shown as a reply and a local note give
+        nothing and are not gathered."""
+        reply = reply_of(line) if top_level(line) else None
+        if reply is None:
+            return []
+        message_id, message = reply
+        events = (self.flush(now) or []) if self.starts_another(message_id) else []
+        self.gather(message_id, message)
+        return events
+
+    def user_line(self, line: dict[str, Any], now: Clock) -> list[Event]:
+        """A top-level user line's tool results, after the reply gathered so far (the results
+        follow their calls). A human message or a subagent's line gives nothing."""
+        blocks = tool_result_blocks(line) if top_level(line) else []
+        if not blocks:
+            return []
+        return [*(self.flush(now) or []), *self.results(blocks, now)]
 
     def starts_another(self, message_id: str) -> bool:
         """A line of this message ends the reply gathered so far: flush it first."""

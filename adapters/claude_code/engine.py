@@ -22,15 +22,18 @@ from adapters.claude_code._translate import (
     Replies,
     reply_of,
     text_without_calls,
-    tool_result_blocks,
+    top_level,
+    unprompted,
 )
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.events import (
     AssistantMessage,
     EngineNotice,
+    Event,
     ModelRefused,
     ModelUsage,
     SystemLine,
+    ToolResult,
     UserMessage,
     Window,
 )
@@ -413,9 +416,9 @@ class ClaudeCodeEngine:
             kind = line.get("type")
             if kind == "system" and line.get("subtype") == "init":
                 await self._init(ctx, line)
-            elif kind == "assistant" and line.get("parent_tool_use_id") is None:
+            elif kind == "assistant" and top_level(line):
                 await self._assistant(ctx, line)
-            elif kind == "user" and line.get("parent_tool_use_id") is None:
+            elif kind == "user" and top_level(line):
                 if not await self._tool_results(ctx, line) or window or stop is not None:
                     continue
                 if self.window_pending:
@@ -431,6 +434,12 @@ class ClaudeCodeEngine:
                     await self._interrupt()
             elif kind == "result":
                 await self._flush(ctx)
+                if unprompted(line):
+                    # A turn the CLI ran by itself (a background subagent finished), maybe
+                    # while no turn of ours was reading: its replies are the head's and are
+                    # logged, but its result does not end the turn we are waiting on.
+                    log.info("claude_unprompted_turn", thread=ctx.thread_id, origin=line["origin"])
+                    continue
                 return _Read("result", result=line, window=window, stop=stop)
 
     async def _init(self, ctx: TurnContext, line: dict[str, Any]) -> None:
@@ -456,8 +465,7 @@ class ClaudeCodeEngine:
         if reply is None:
             return
         message_id, message = reply
-        if self.replies.starts_another(message_id):
-            await self._flush(ctx)
+        await self._log(ctx, self.replies.assistant_line(line, ctx.now))
         if self.root_session_id == self.session_id:
             if not self.root_first_message:
                 self.root_first_message = message_id
@@ -467,27 +475,24 @@ class ClaudeCodeEngine:
                 and text_without_calls(message)
             ):
                 self.root_safe_uuid = str(line.get("uuid") or "") or None
-        self.replies.gather(message_id, message)
 
-    async def _flush(self, ctx: TurnContext) -> None:
-        """Log the reply gathered so far: its usage once per message id, then the reply."""
-        events = self.replies.flush(ctx.now)
-        if events is None:
+    async def _log(self, ctx: TurnContext, events: list[Event]) -> None:
+        """Append translated events; a counted call marks the session as measured."""
+        if not events:
             return
         if any(isinstance(e, ModelUsage) for e in events):
             self.measured = True
         await ctx.append(events)
 
+    async def _flush(self, ctx: TurnContext) -> None:
+        """Log the reply gathered so far: its usage once per message id, then the reply."""
+        await self._log(ctx, self.replies.flush(ctx.now) or [])
+
     async def _tool_results(self, ctx: TurnContext, line: dict[str, Any]) -> bool:
-        """Log a user line's tool results; says whether it had any."""
-        blocks = tool_result_blocks(line)
-        if not blocks:
-            return False
-        await self._flush(ctx)
-        events = self.replies.results(blocks, ctx.now)
-        if events:
-            await ctx.append(events)
-        return bool(events)
+        """Log a user line's tool results; says whether it had any of a logged call."""
+        events = self.replies.user_line(line, ctx.now)
+        await self._log(ctx, events)
+        return any(isinstance(e, ToolResult) for e in events)
 
     async def _close_open_calls(self, ctx: TurnContext, why: str) -> None:
         """Every logged call gets its result, even when the process died before giving one."""

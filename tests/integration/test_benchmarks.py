@@ -136,3 +136,28 @@ def test_overhead_prints_per_call_latency_and_append_rates() -> None:
         assert appends[key] > 0, key
     assert appends["sustained_per_s"] == appends["batch_per_s_counted"]
     assert set(report["targets"]) >= {"median_met", "appends_met"}
+
+
+CLAUDE_LATENCY = ROOT / "benchmarks" / "claude_latency.py"
+
+
+def test_claude_latency_prints_direct_and_daemon_turn_times() -> None:
+    """``claude_latency.py --json --turns 2`` times two warm turns of the pinned CLI directly
+    and through a real daemon against one fake, and reports the daemon's added latency as the
+    difference of the medians and of the p90s."""
+    report = _run_json(CLAUDE_LATENCY, "--turns", "2")
+    assert report["benchmark"] == "claude_latency"
+    assert "--turns 2" in report["command"]
+    assert report["turns"] == 2
+    assert report["machine"]["claude"] == "2.1.332"
+    assert report["machine"]["cpu_count"] > 0
+    for side in ("direct", "condensate"):
+        result = report[side]
+        assert len(result["turns_ms"]) == 2, side
+        assert 0 < result["min_ms"] <= result["median_ms"] <= result["p90_ms"] <= result["max_ms"]
+        assert result["first_turn_ms"] > 0
+    added = report["condensate"]["median_ms"] - report["direct"]["median_ms"]
+    assert report["added_median_ms"] == pytest.approx(added, abs=0.01)
+    added_p90 = report["condensate"]["p90_ms"] - report["direct"]["p90_ms"]
+    assert report["added_p90_ms"] == pytest.approx(added_p90, abs=0.01)
+    assert report["model_requests"] >= 2 * (1 + 2)  # each side's first turn and two more

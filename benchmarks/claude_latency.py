@@ -1,0 +1,291 @@
+"""Claude Code latency: what a real Condensate daemon adds to a turn of the ``claude`` CLI.
+
+One fake model server (short text replies) serves both sides in the same run:
+
+* **direct**: the pinned CLI started as the ``claude`` engine starts it (same command line,
+  ``claude -p --input-format stream-json --output-format stream-json --verbose ...``, same
+  environment); a turn is timed from writing the user line to reading its ``result`` line;
+* **condensate**: a real daemon (``python -m condensate serve``) running a ``claude`` thread; a
+  turn is timed from ``POST /threads/:id/messages`` to ``turn.ended`` seen on a long-polling
+  ``tail``.
+
+Each side's first turn (the CLI's start; reported as ``first_turn_ms``) is a warm-up and not
+counted; then N warm turns run,
+alternating direct and daemon turns so that both see the same machine load. Added latency per
+turn = the daemon's median less the direct median (and the same for p90).
+
+    python benchmarks/claude_latency.py            # a table
+    python benchmarks/claude_latency.py --json     # one JSON object
+    python benchmarks/claude_latency.py --json --turns 2   # CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import structlog
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from adapters.claude_code import _cli
+from adapters.claude_code._translate import unprompted
+from condensate.engine import EngineEnv, ThreadSpec
+from condensate.testing.fake_model import FakeModelServer
+from tests.integration.daemon import DaemonProcess, call
+
+MODEL = "anthropic:claude-sonnet-4-5"
+WINDOW = 200_000
+TURNS = 7
+BRIEF = "Answer in one short sentence."
+TURN_TIMEOUT = 60.0
+
+
+def machine(binary: str) -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "claude": _cli.check_version(binary),
+        "claude_binary": binary,
+    }
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+def summary(seconds: list[float]) -> dict[str, Any]:
+    return {
+        "median_ms": ms(statistics.median(seconds)),
+        "p90_ms": ms(percentile(seconds, 0.9)),
+        "min_ms": ms(min(seconds)),
+        "max_ms": ms(max(seconds)),
+        "turns_ms": [ms(s) for s in seconds],
+    }
+
+
+class Direct:
+    """The CLI on its own, started with the engine's command line and environment."""
+
+    def __init__(self, binary: str, work: Path, fake_url: str) -> None:
+        self.binary = binary
+        self.work = work
+        self.fake_url = fake_url
+        self.process: asyncio.subprocess.Process | None = None
+        self.session = str(uuid.uuid4())
+
+    async def start(self) -> None:
+        config = self.work / "direct-claude"
+        config.mkdir(mode=0o700)
+        spec = ThreadSpec("claude", MODEL, str(self.work), BRIEF)
+        env = EngineEnv(
+            home=self.work,
+            thread_id="direct",
+            anthropic_base_url=self.fake_url,
+            anthropic_api_key="sk-bench",
+            claude_binary=self.binary,
+        )
+        args = _cli.command(self.binary, spec, resume=None, fork_at=None, new_session=self.session)
+        self.process = await _cli.spawn(
+            args, cwd=str(self.work), config_dir=config, env=_cli.environment(config, env)
+        )
+
+    async def turn(self, text: str) -> float:
+        """Seconds from writing the user line to reading its turn's ``result``."""
+        process = self.process
+        assert process is not None
+        assert process.stdout is not None
+        started = time.perf_counter()
+        await _cli.write(process, _cli.user_line(text, self.session))
+        while True:
+            raw = await asyncio.wait_for(process.stdout.readline(), TURN_TIMEOUT)
+            if not raw:
+                msg = f"claude exited mid-turn ({await process.wait()})"
+                raise RuntimeError(msg)
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(line, dict) and line.get("type") == "result" and not unprompted(line):
+                elapsed = time.perf_counter() - started
+                if line.get("is_error"):
+                    msg = f"the direct turn failed: {line.get('result')}"
+                    raise RuntimeError(msg)
+                return elapsed
+
+    async def close(self) -> None:
+        if self.process is not None:
+            await _cli.stop(self.process)
+
+
+class ThroughDaemon:
+    """A ``claude`` thread of a real daemon, driven over its HTTP API."""
+
+    def __init__(self, binary: str, work: Path, fake_url: str) -> None:
+        home = work / "home"
+        home.mkdir()
+        self.work = work / "thread"
+        self.work.mkdir()
+        self.daemon = DaemonProcess(
+            home,
+            fake_url,
+            extra_env={
+                "CONDENSATE_CLAUDE_BINARY": binary,
+                "CONDENSATE_MODEL_WINDOWS": json.dumps({MODEL: WINDOW}),
+                "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
+            },
+        )
+        self.thread = ""
+        self.after = 0
+
+    async def start(self, session: aiohttp.ClientSession) -> float:
+        """Start the daemon and the thread; seconds of its first turn (the CLI's start)."""
+        await asyncio.to_thread(self.daemon.start)
+        started = time.perf_counter()
+        status, created = await call(
+            session,
+            self.daemon,
+            "POST",
+            "/threads",
+            {"engine": "claude", "model": MODEL, "cwd": str(self.work), "brief": BRIEF},
+        )
+        if status != 201:
+            msg = f"the daemon refused the thread: {created}"
+            raise RuntimeError(msg)
+        self.thread = str(created["id"])
+        await self._turn_ended(session)
+        return time.perf_counter() - started
+
+    async def turn(self, session: aiohttp.ClientSession, text: str) -> float:
+        """Seconds from posting the message to seeing its turn's ``turn.ended``."""
+        started = time.perf_counter()
+        status, body = await call(
+            session, self.daemon, "POST", f"/threads/{self.thread}/messages", {"text": text}
+        )
+        if status != 202:
+            msg = f"the daemon refused the message: {body}"
+            raise RuntimeError(msg)
+        await self._turn_ended(session)
+        return time.perf_counter() - started
+
+    async def _turn_ended(self, session: aiohttp.ClientSession) -> None:
+        deadline = time.monotonic() + TURN_TIMEOUT
+        while time.monotonic() < deadline:
+            path = f"/threads/{self.thread}/tail?after={self.after}&limit=1000&wait=25"
+            status, page = await call(session, self.daemon, "GET", path)
+            if status != 200:
+                msg = f"tail failed: {page}"
+                raise RuntimeError(msg)
+            self.after = page["nextAfter"]
+            for event in page["events"]:
+                if event["kind"] == "turn.ended":
+                    if event["outcome"] != "completed":
+                        msg = f"the daemon's turn ended {event}:\n{self.daemon.log_tail()}"
+                        raise RuntimeError(msg)
+                    return
+        msg = f"no turn.ended within {TURN_TIMEOUT} s:\n{self.daemon.log_tail()}"
+        raise RuntimeError(msg)
+
+    def close(self) -> None:
+        self.daemon.close()
+
+
+async def measure(turns: int, work: Path, binary: str) -> dict[str, Any]:
+    async with FakeModelServer(window=WINDOW) as fake, aiohttp.ClientSession() as session:
+        direct = Direct(binary, work, fake.url)
+        daemon = ThroughDaemon(binary, work, fake.url)
+        try:
+            started = time.perf_counter()
+            await direct.start()
+            await direct.turn(BRIEF)
+            direct_first = time.perf_counter() - started
+            daemon_first = await daemon.start(session)
+            direct_s: list[float] = []
+            daemon_s: list[float] = []
+            for i in range(turns):
+                direct_s.append(await direct.turn(f"Short question {i}?"))
+                daemon_s.append(await daemon.turn(session, f"Short question {i}?"))
+        finally:
+            await direct.close()
+            await asyncio.to_thread(daemon.close)
+        requests = len([r for r in fake.requests if r.endpoint == "messages"])
+    ours, theirs = summary(daemon_s), summary(direct_s)
+    return {
+        "direct": {**theirs, "first_turn_ms": ms(direct_first)},
+        "condensate": {**ours, "first_turn_ms": ms(daemon_first)},
+        "added_median_ms": round(ours["median_ms"] - theirs["median_ms"], 2),
+        "added_p90_ms": round(ours["p90_ms"] - theirs["p90_ms"], 2),
+        "model_requests": requests,
+    }
+
+
+def run(turns: int) -> dict[str, Any]:
+    binary = _cli.resolve_binary(None)
+    with tempfile.TemporaryDirectory(prefix="condensate-claude-latency-") as tmp:
+        measured = asyncio.run(measure(turns, Path(tmp), binary))
+    return {
+        "benchmark": "claude_latency",
+        "command": shlex.join(["python", *sys.argv]),
+        "machine": machine(binary),
+        "model": MODEL,
+        "turns": turns,
+        **measured,
+    }
+
+
+def table(report: dict[str, Any]) -> str:
+    d, c = report["direct"], report["condensate"]
+    return "\n".join(
+        [
+            f"claude_latency: {report['model']}; claude {report['machine']['claude']}; python "
+            f"{report['machine']['python']}, {report['machine']['cpu_count']} cpus; "
+            f"{report['command']}",
+            "",
+            f"{report['turns']} warm turns, one short text reply each:",
+            f"  direct CLI   median {d['median_ms']} ms, p90 {d['p90_ms']} ms "
+            f"({d['min_ms']}-{d['max_ms']} ms; first turn {d['first_turn_ms']} ms)",
+            f"  condensate   median {c['median_ms']} ms, p90 {c['p90_ms']} ms "
+            f"({c['min_ms']}-{c['max_ms']} ms; first turn {c['first_turn_ms']} ms)",
+            f"  added per turn: median {report['added_median_ms']} ms, "
+            f"p90 {report['added_p90_ms']} ms",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--turns", type=int, default=TURNS, help="warm turns per side")
+    args = parser.parse_args(argv)
+    if args.turns < 1:
+        parser.error("--turns must be at least 1")
+    structlog.configure(
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(30),
+    )
+    report = run(args.turns)
+    print(json.dumps(report, indent=2) if args.json else table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
