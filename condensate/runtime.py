@@ -34,7 +34,6 @@ from condensate.errors import CondensateError, Refused
 from condensate.events import (
     AskAnswered,
     AskOpened,
-    AssistantMessage,
     ChildJoined,
     ChildSpawned,
     CompactionRequested,
@@ -54,10 +53,12 @@ from condensate.planner import Ask, Cut, HoldBack, PlannerSettings, Proceed, Sto
 from condensate.preview import Preview, preview
 from condensate.projector import Projection
 from condensate.providers import ModelClient
+from condensate.queries import last_text, open_calls, spec_of, unanswered_input
 from condensate.rebuild import rebuild
 from condensate.settings import Settings
 from condensate.store import EventLog
 from condensate.tokens import counter_for
+from condensate.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
 
@@ -235,7 +236,7 @@ class Runtime:
         outcome = TurnOutcome("failed", "the turn did not finish")
         try:
             await self.append(thread, TurnStarted(at=self.clock(), cause=cause))
-            outcome = await thread.engine.run_turn(_Context(self, thread))
+            outcome = await thread.engine.run_turn(RuntimeTurn(self, thread))
         except CondensateError as exc:
             outcome = TurnOutcome("failed", str(exc))
             log.warning("turn_failed", thread=thread.thread_id, error=str(exc))
@@ -251,18 +252,8 @@ class Runtime:
                 thread.running = False
                 thread.turn_done.set()
         # A stopped or failed turn would stop again on the same input: wait for a new one.
-        if outcome.outcome == "completed" and self._has_unanswered_input(thread):
+        if outcome.outcome == "completed" and unanswered_input(thread.projection):
             self.start_turn(thread, "queued")
-
-    @staticmethod
-    def _has_unanswered_input(thread: Thread) -> bool:
-        """A human message arrived after the last model reply of the turn that just ended."""
-        for entry in reversed(thread.projection.entries):
-            if entry.role == "assistant":
-                return False
-            if entry.role == "user" and entry.seq != thread.projection.brief_seq:
-                return True
-        return False
 
     # -- the window check ---------------------------------------------------------------------
 
@@ -465,7 +456,7 @@ class Runtime:
         child = self.get(child_id)
         while child.running:
             await child.turn_done.wait()
-        result = _last_text(child.projection)
+        result = last_text(child.projection)
         await self.append(
             parent, ChildJoined(at=self.clock(), child_id=child_id, result=result, call_id=call_id)
         )
@@ -481,7 +472,7 @@ class Runtime:
             created = await anyio.to_thread.run_sync(partial(self.log.read, thread_id, 1))
             if not isinstance(created.event, ThreadCreated):
                 continue
-            spec = _spec_of(created.event, projection)
+            spec = spec_of(created.event, projection)
             if spec.engine not in self.engines:
                 log.warning("thread_engine_unavailable", thread=thread_id, engine=spec.engine)
                 continue
@@ -517,7 +508,7 @@ class Runtime:
                 "may have run in part. Check its effect before relying on it.",
                 is_error=True,
             )
-            for call_id, tool in _open_calls(thread.projection)
+            for call_id, tool in open_calls(thread.projection)
         ]
         events += [
             TurnEnded(at=self.clock(), outcome="interrupted", reason=STOPPED_BY_DAEMON),
@@ -529,80 +520,3 @@ class Runtime:
         ]
         await self.append(thread, events)
         return True
-
-
-def _open_calls(view: Projection) -> list[tuple[str, str]]:
-    answered = {e.call_id for e in view.entries if e.role == "tool"}
-    calls: list[tuple[str, str]] = []
-    for entry in view.entries:
-        if isinstance(entry.event, AssistantMessage):
-            calls += [(c.id, c.name) for c in entry.event.tool_calls if c.id not in answered]
-    return calls
-
-
-def _last_text(view: Projection) -> str:
-    for entry in reversed(view.entries):
-        if isinstance(entry.event, AssistantMessage) and entry.event.text:
-            return entry.event.text
-    return ""
-
-
-def _spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
-    brief = next(
-        (
-            e.event.text
-            for e in view.entries
-            if e.seq == view.brief_seq and isinstance(e.event, UserMessage)
-        ),
-        "",
-    )
-    return ThreadSpec(
-        engine=created.engine,
-        model=created.model,
-        cwd=created.cwd,
-        brief=brief,
-        persona=created.persona,
-        tools=created.tools,
-        permissions=created.permissions,
-        head=created.head,
-        parent=created.parent,
-    )
-
-
-@dataclass
-class _Context:
-    """A TurnContext over one thread of the runtime."""
-
-    runtime: Runtime
-    thread: Thread
-
-    @property
-    def thread_id(self) -> str:
-        return self.thread.thread_id
-
-    @property
-    def spec(self) -> ThreadSpec:
-        return self.thread.spec
-
-    @property
-    def view(self) -> Projection:
-        return self.thread.projection
-
-    async def append(self, events: Event | Sequence[Event]) -> list[Stored]:
-        return await self.runtime.append(self.thread, events)
-
-    async def checkpoint(self) -> Checkpoint:
-        async with self.thread.lock:
-            return await self.runtime.checkpoint(self.thread)
-
-    def client(self) -> ModelClient:
-        return self.runtime.client_for(self.thread.spec.model)
-
-    async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str:
-        return await self.runtime.spawn_child(self.thread, brief, call_id, model)
-
-    async def join(self, child_id: str, call_id: str) -> str:
-        return await self.runtime.join_child(self.thread, child_id, call_id)
-
-    def now(self) -> datetime:
-        return self.runtime.clock()

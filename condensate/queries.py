@@ -1,0 +1,59 @@
+"""Questions the runtime asks of a thread's view: its open tool calls, its last reply, its spec,
+and whether a human message still waits for an answer. Pure: no I/O."""
+
+from __future__ import annotations
+
+from condensate.engine import ThreadSpec
+from condensate.events import AssistantMessage, ThreadCreated, UserMessage
+from condensate.projector import Projection
+
+
+def unanswered_input(view: Projection) -> bool:
+    """A human message arrived after the last model reply of the turn that just ended."""
+    for entry in reversed(view.entries):
+        if entry.role == "assistant":
+            return False
+        if entry.role == "user" and entry.seq != view.brief_seq:
+            return True
+    return False
+
+
+def open_calls(view: Projection) -> list[tuple[str, str]]:
+    """(call id, tool) of every call in the view that has no result yet."""
+    answered = {e.call_id for e in view.entries if e.role == "tool"}
+    calls: list[tuple[str, str]] = []
+    for entry in view.entries:
+        if isinstance(entry.event, AssistantMessage):
+            calls += [(c.id, c.name) for c in entry.event.tool_calls if c.id not in answered]
+    return calls
+
+
+def last_text(view: Projection) -> str:
+    """The text of the latest assistant reply that has any: a child's answer to its parent."""
+    for entry in reversed(view.entries):
+        if isinstance(entry.event, AssistantMessage) and entry.event.text:
+            return entry.event.text
+    return ""
+
+
+def spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
+    """A thread's spec as its log records it, for rebuilding it after a restart."""
+    brief = next(
+        (
+            e.event.text
+            for e in view.entries
+            if e.seq == view.brief_seq and isinstance(e.event, UserMessage)
+        ),
+        "",
+    )
+    return ThreadSpec(
+        engine=created.engine,
+        model=created.model,
+        cwd=created.cwd,
+        brief=brief,
+        persona=created.persona,
+        tools=created.tools,
+        permissions=created.permissions,
+        head=created.head,
+        parent=created.parent,
+    )

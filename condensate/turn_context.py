@@ -1,0 +1,56 @@
+"""The TurnContext the runtime hands an engine for a turn: the thread's view, its appends, its
+window check (under the thread's lock), its model client, children, and the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from condensate.engine import Checkpoint, ThreadSpec
+from condensate.events import Event, Stored
+from condensate.projector import Projection
+from condensate.providers import ModelClient
+
+if TYPE_CHECKING:
+    from condensate.runtime import Runtime, Thread
+
+
+@dataclass
+class RuntimeTurn:
+    """The TurnContext an engine gets: one thread of the runtime, for one turn."""
+
+    runtime: Runtime
+    thread: Thread
+
+    @property
+    def thread_id(self) -> str:
+        return self.thread.thread_id
+
+    @property
+    def spec(self) -> ThreadSpec:
+        return self.thread.spec
+
+    @property
+    def view(self) -> Projection:
+        return self.thread.projection
+
+    async def append(self, events: Event | Sequence[Event]) -> list[Stored]:
+        return await self.runtime.append(self.thread, events)
+
+    async def checkpoint(self) -> Checkpoint:
+        async with self.thread.lock:
+            return await self.runtime.checkpoint(self.thread)
+
+    def client(self) -> ModelClient:
+        return self.runtime.client_for(self.thread.spec.model)
+
+    async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str:
+        return await self.runtime.spawn_child(self.thread, brief, call_id, model)
+
+    async def join(self, child_id: str, call_id: str) -> str:
+        return await self.runtime.join_child(self.thread, child_id, call_id)
+
+    def now(self) -> datetime:
+        return self.runtime.clock()
