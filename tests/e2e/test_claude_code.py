@@ -79,7 +79,15 @@ def daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProcess]:
     process.close()
 
 
-async def start_thread(session: aiohttp.ClientSession, daemon: DaemonProcess, workdir: Path) -> str:
+async def start_claude_thread(
+    session: aiohttp.ClientSession,
+    daemon: DaemonProcess,
+    workdir: Path,
+    *,
+    brief: str = BRIEF,
+    head: bool = False,
+) -> str:
+    """A thread on the claude engine, started through the daemon's API."""
     status, created = await call(
         session,
         daemon,
@@ -89,8 +97,8 @@ async def start_thread(session: aiohttp.ClientSession, daemon: DaemonProcess, wo
             "engine": "claude",
             "model": f"anthropic:{MODEL}",
             "cwd": str(workdir),
-            "brief": BRIEF,
-            "head": False,
+            "brief": brief,
+            "head": head,
         },
     )
     assert status == 201, created
@@ -145,7 +153,7 @@ async def test_a_long_turn_crosses_the_ceiling_and_is_forked_with_the_window(dae
         model=MODEL,
     )
     async with aiohttp.ClientSession() as session:
-        thread = await start_thread(session, daemon, workdir)
+        thread = await start_claude_thread(session, daemon, workdir)
         events = await turn_ended(session, daemon, thread)
 
     windows = [e for e in events if e["kind"] == "window"]
@@ -183,7 +191,7 @@ async def test_a_prompt_too_long_forces_a_window_and_a_fresh_session(daemon, fak
         model=MODEL,
     )
     async with aiohttp.ClientSession() as session:
-        thread = await start_thread(session, daemon, workdir)
+        thread = await start_claude_thread(session, daemon, workdir)
         events = await turn_ended(session, daemon, thread)
 
     assert any(e["kind"] == "model.refused" for e in events)
@@ -222,7 +230,7 @@ async def test_a_killed_cli_is_resumed_on_the_same_session(daemon, fake, workdir
         model=MODEL,
     )
     async with aiohttp.ClientSession() as session:
-        thread = await start_thread(session, daemon, workdir)
+        thread = await start_claude_thread(session, daemon, workdir)
         events = await wait_for(
             session, daemon, thread, lambda e: e["kind"] == "tool.result", seconds=60
         )

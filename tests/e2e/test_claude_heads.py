@@ -19,7 +19,15 @@ from condensate.testing.fake_model import (
     Text,
     ToolCalls,
 )
-from tests.e2e.test_claude_code import CLAUDE, MODEL, bash, check_pairs, generations, notices
+from tests.e2e.test_claude_code import (
+    CLAUDE,
+    MODEL,
+    bash,
+    check_pairs,
+    generations,
+    notices,
+    start_claude_thread,
+)
 from tests.integration.daemon import DaemonProcess, call, wait_for
 
 WINDOW = 60_000
@@ -82,21 +90,7 @@ def hasty_daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProces
 
 
 async def start_head(session: aiohttp.ClientSession, daemon: DaemonProcess, workdir: Path) -> str:
-    status, created = await call(
-        session,
-        daemon,
-        "POST",
-        "/threads",
-        {
-            "engine": "claude",
-            "model": f"anthropic:{MODEL}",
-            "cwd": str(workdir),
-            "brief": BRIEF,
-            "head": True,
-        },
-    )
-    assert status == 201, created
-    return str(created["id"])
+    return await start_claude_thread(session, daemon, workdir, brief=BRIEF, head=True)
 
 
 def crossing() -> list[Any]:
