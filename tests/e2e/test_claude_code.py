@@ -9,7 +9,7 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,9 @@ from condensate.testing.fake_model import (
     Text,
     ToolCalls,
 )
-from tests.integration.daemon import REPO, DaemonProcess, call, wait_for
+from tests.e2e.conftest import CLAUDE
+from tests.integration.daemon import DaemonProcess, call, wait_for
 
-CLAUDE = REPO / "node_modules" / ".bin" / "claude"
 MODEL = "claude-sonnet-4-5"
 CEILING = 40_000
 """Claude Code 2.1.332 sends ~19.4k tokens of its own to sonnet-4-5 (as the fake counts them):
@@ -37,27 +37,8 @@ a 40k ceiling (a 31.8k line) leaves room for a few large tool results before a w
 BRIEF = "Count things with the shell, one command at a time. BRIEF-MARKER-cc1"
 
 
-@pytest.fixture(autouse=True)
-def claude_installed() -> None:
-    """The pinned CLI is part of the project's setup: its absence is a failure, not a skip."""
-    assert CLAUDE.exists(), "the pinned claude CLI is not installed: run scripts/setup"
-
-
 def bash(command: str, text: str = "") -> ToolCalls:
     return ToolCalls([Call("Bash", {"command": command})], text=text)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeModelServer]:
-    async with FakeModelServer(window=200_000) as server:
-        yield server
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
 
 
 @pytest.fixture

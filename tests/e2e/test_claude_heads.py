@@ -5,7 +5,7 @@ summary). Real daemon, fake model server."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,8 @@ from condensate.testing.fake_model import (
     Text,
     ToolCalls,
 )
+from tests.e2e.conftest import CLAUDE
 from tests.e2e.test_claude_code import (
-    CLAUDE,
     MODEL,
     bash,
     check_pairs,
@@ -37,24 +37,6 @@ at the fourth, under the hard limit (51,808). Larger outputs Claude Code would m
 BRIEF = "Count with the shell; compact when Condensate asks. BRIEF-MARKER-heads"
 MCP_TOOL = "mcp__condensate__compact_context"
 ASK_TEXT = "Condensate asks you to compact your context now"
-
-
-@pytest.fixture(autouse=True)
-def claude_installed() -> None:
-    assert CLAUDE.exists(), "the pinned claude CLI is not installed: run scripts/setup"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeModelServer]:
-    async with FakeModelServer(window=200_000) as server:
-        yield server
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
 
 
 def start_daemon(tmp_path: Path, fake: FakeModelServer, deadline_ms: int) -> DaemonProcess:

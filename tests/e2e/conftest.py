@@ -1,0 +1,35 @@
+"""Fixtures the Claude Code end-to-end tests share: the pinned CLI, a fresh fake model server
+per test, and a working directory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from condensate.testing.fake_model import FakeModelServer
+from tests.integration.daemon import REPO
+
+CLAUDE = REPO / "node_modules" / ".bin" / "claude"
+
+
+@pytest.fixture(autouse=True)
+def claude_installed() -> None:
+    """The pinned CLI is part of the project's setup: its absence is a failure, not a skip."""
+    assert CLAUDE.exists(), "the pinned claude CLI is not installed: run scripts/setup"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeModelServer]:
+    """A fake model server of its own for each test."""
+    async with FakeModelServer(window=200_000) as server:
+        yield server
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """An empty working directory for the thread."""
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
