@@ -108,6 +108,13 @@ class EngineEnv:
     anthropic_api_key: str = ""
     claude_binary: str | None = None
     """``CONDENSATE_CLAUDE_BINARY``; ``None``: the project's pinned CLI, else ``claude`` on PATH."""
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str = ""
+    codex_binary: str | None = None
+    """``CONDENSATE_CODEX_BINARY``; ``None``: the project's pinned CLI, else ``codex`` on PATH."""
+    codex_windowing: bool = True
+    """``CONDENSATE_CODEX_WINDOWING``; off hands compaction back to Codex (from the next
+    session the engine starts)."""
     daemon_url: str = ""
     """Where the daemon's HTTP API answers (a loopback address): a head's tools call it."""
     daemon_token: str = ""

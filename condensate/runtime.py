@@ -157,6 +157,10 @@ class Runtime:
             anthropic_base_url=self.settings.anthropic_base_url,
             anthropic_api_key=self.settings.anthropic_api_key,
             claude_binary=self.settings.claude_binary,
+            openai_base_url=self.settings.openai_base_url,
+            openai_api_key=self.settings.openai_api_key,
+            codex_binary=self.settings.codex_binary,
+            codex_windowing=self.settings.codex_windowing,
             daemon_url=self.daemon_url,
             daemon_token=self.daemon_token,
         )

@@ -70,6 +70,10 @@ class Settings(BaseSettings):
 
     claude_binary: str | None = None
     """The ``claude`` CLI (default: the repo's pinned ``node_modules/.bin/claude``, else PATH)."""
+    codex_binary: str | None = None
+    """The ``codex`` CLI (default: the repo's pinned ``node_modules/.bin/codex``, else PATH)."""
+    codex_windowing: bool = True
+    """``0`` hands compaction back to Codex (applied when a Codex session restarts)."""
 
     curator_model: str | None = None
     curator_fallback_model: str | None = None
