@@ -3,12 +3,18 @@
 
 Each fallback is logged once per process. Loading an encoding may try a download; that is the
 only I/O here, done once per encoding, and a failed download never raises.
+
+Counting is exact and cached: agents read the same files and see the same output lines again and
+again, and tiktoken costs about a microsecond a token. For cl100k a text is cut into chunks at
+places where the encoding's pre-tokenizer always starts a new piece, so the count of a text is
+the sum of its chunks' counts and a chunk seen before costs a dictionary lookup.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import threading
 from dataclasses import dataclass
 from functools import cache
 from typing import Protocol
@@ -41,13 +47,69 @@ class Counter(Protocol):
     def count(self, text: str) -> int: ...
 
 
-@dataclass(frozen=True)
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+"""cl100k's pre-tokenizer. No piece of it runs from a newline into a line that starts with
+optional spaces or tabs and then a printable ASCII character (o200k's can: ``)\n/``)."""
+
+CHUNK_LINES = 4
+"""About how many lines a remembered chunk holds: fewer tokenizer calls than one a line. A chunk
+ends where its last line's hash says, so an inserted line does not shift every later chunk."""
+CACHE_CHARS = 32_000_000
+"""The remembered chunks are dropped together when their text passes this many characters."""
+
+
 class TiktokenCounter:
-    encoding: object
-    name: str
+    """Exact tiktoken counts, remembered per chunk for cl100k (see the module docstring)."""
+
+    def __init__(self, encoding: object, name: str) -> None:
+        self.encoding = encoding
+        self.name = name
+        self._chunked = getattr(encoding, "_pat_str", None) == CL100K_PATTERN
+        self._known: dict[str, int] = {}
+        self._known_chars = 0
+        self._lock = threading.Lock()
 
     def count(self, text: str) -> int:
+        if not self._chunked:
+            return self._encode(text)
+        total = 0
+        for chunk in _chunks(text):
+            tokens = self._known.get(chunk)
+            if tokens is None:
+                tokens = self._encode(chunk)
+                self._remember(chunk, tokens)
+            total += tokens
+        return total
+
+    def _encode(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))  # type: ignore[attr-defined]
+
+    def _remember(self, chunk: str, tokens: int) -> None:
+        # Writers on several OS threads (the log's workers) must not lose the size tally.
+        with self._lock:
+            if self._known_chars + len(chunk) > CACHE_CHARS:
+                self._known.clear()
+                self._known_chars = 0
+            if chunk not in self._known:
+                self._known[chunk] = tokens
+                self._known_chars += len(chunk)
+
+
+def _chunks(text: str) -> list[str]:
+    """``text`` in runs of about CHUNK_LINES lines, cut only before a line that starts with
+    optional spaces or tabs and then a printable ASCII character: cl100k starts a piece there."""
+    lines = text.split("\n")
+    chunks: list[str] = []
+    start = 0
+    for i in range(1, len(lines)):
+        if hash(lines[i - 1]) % CHUNK_LINES == 0 and "!" <= lines[i].lstrip(" \t")[:1] <= "~":
+            chunks.append("\n".join(lines[start:i]) + "\n")
+            start = i
+    chunks.append("\n".join(lines[start:]))
+    return chunks
 
 
 @dataclass(frozen=True)
