@@ -106,7 +106,7 @@ class Direct:
         )
         args = _cli.command(self.binary, spec, resume=None, fork_at=None, new_session=self.session)
         self.process = await _cli.spawn(
-            args, cwd=str(self.work), config_dir=config, env=_cli.environment(config, env)
+            args, cwd=str(self.work), state_dir=config, env=_cli.environment(config, env)
         )
 
     async def turn(self, text: str) -> float:

@@ -38,11 +38,13 @@ class ThreadSpec:
 @dataclass(frozen=True)
 class Checkpoint:
     """What a window check decided. ``window`` is set when one was taken (an engine that
-    restarts sessions applies it); ``stop`` holds the reason when the turn must end."""
+    restarts sessions applies it); ``stop`` holds the reason when the turn must end;
+    ``missed`` why a due cut was not made (its summary did not arrive)."""
 
     usage: ContextUsage
     window: Window | None = None
     stop: str | None = None
+    missed: str | None = None
 
 
 @dataclass(frozen=True)

@@ -292,12 +292,13 @@ class Runtime:
                     return Checkpoint(usage, taken, stop=reason)
                 case Cut():
                     window = await self._carry_out(thread, decision)
-                    if window is None:
-                        return Checkpoint(usage, taken)
+                    if isinstance(window, str):
+                        return Checkpoint(usage, taken, missed=window)
                     taken = window
         return Checkpoint(self.usage(thread), taken)
 
-    async def _carry_out(self, thread: Thread, cut: Cut) -> Window | None:
+    async def _carry_out(self, thread: Thread, cut: Cut) -> Window | str:
+        """The window taken, or why none could be (the summary did not arrive)."""
         result = None
         if cut.needs_curator:
             result = await self.curator.summarize(thread.projection, cut, thread.spec.model)
@@ -313,7 +314,7 @@ class Runtime:
                     "and the turn goes on uncut.",
                 ),
             )
-            return None
+            return reason
         (stored,) = await self.append(thread, window)
         assert isinstance(stored.event, Window)
         log.info(

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import structlog
 
+from adapters._texts import CONTINUE, ask_note, resumed
 from adapters.claude_code import _cli
 from adapters.claude_code._translate import (
     Replies,
@@ -47,23 +48,6 @@ BASELINE_TOKENS = 20_000
 ~19-22k for claude-sonnet-4-5 (2.1.332, measured against the fake). The first count replaces
 this estimate as the meter's anchor."""
 MAX_RESTARTS_PER_TURN = 12
-CONTINUE = (
-    "Continue the task from where the conversation above leaves off. Your earlier context was "
-    "replaced by this window; reread any file you need before relying on it."
-)
-ASK = (
-    "Condensate asks you to compact your context now (it is at {used} of your {line}-token "
-    "line): call the compact_context tool with a summary of what matters so far (the task, "
-    "decisions, files, failed attempts and what is left), or compact_microcompact to clear "
-    "old tool results. If nobody answers by {deadline}, Condensate writes the summary itself."
-)
-"""Told to a head once per ask, in the next user line the engine writes to the CLI."""
-RESUMED = (
-    "The Claude Code process restarted in the middle of this turn (it exited unexpectedly); "
-    "continue the task from where you left off. A tool call that was running may have run in "
-    "part: check its effect before relying on it."
-)
-
 Start = Literal["first", "fresh", "fork", "resume"]
 
 
@@ -198,7 +182,7 @@ class ClaudeCodeEngine:
                     )
                 crashed = True
                 self.next_start = "resume" if self.session_id else "fresh"
-                message = RESUMED if self.session_id else self._window_message(ctx)
+                message = resumed("Claude Code") if self.session_id else self._window_message(ctx)
                 continue
             result = read.result
             last_text = str(result.get("result") or "") or last_text
@@ -291,9 +275,7 @@ class ClaudeCodeEngine:
         if ask is None or ask.ask_id == self.told_ask:
             return message or "Continue."
         self.told_ask = ask.ask_id
-        note = ASK.format(
-            used=ask.used, line=ask.line, deadline=ask.deadline.strftime("%H:%M:%S UTC")
-        )
+        note = ask_note(ask)
         await ctx.append(
             EngineNotice(
                 at=ctx.now(),
@@ -329,7 +311,7 @@ class ClaudeCodeEngine:
         self.process = await _cli.spawn(
             command,
             cwd=self.spec.cwd,
-            config_dir=self.config_dir,
+            state_dir=self.config_dir,
             env=_cli.environment(self.config_dir, self.env),
         )
         previous = self.session_id or None

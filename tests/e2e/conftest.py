@@ -1,5 +1,5 @@
-"""Fixtures the Claude Code end-to-end tests share: the pinned CLI, a fresh fake model server
-per test, and a working directory."""
+"""Fixtures the end-to-end tests share: the pinned CLIs, a fresh fake model server per test,
+and a working directory."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import REPO
 
 CLAUDE = REPO / "node_modules" / ".bin" / "claude"
+CODEX = REPO / "node_modules" / ".bin" / "codex"
 
 
 @pytest.fixture(autouse=True)
-def claude_installed() -> None:
-    """The pinned CLI is part of the project's setup: its absence is a failure, not a skip."""
+def clis_installed() -> None:
+    """The pinned CLIs are part of the project's setup: their absence is a failure, not a
+    skip."""
     assert CLAUDE.exists(), "the pinned claude CLI is not installed: run scripts/setup"
+    assert CODEX.exists(), "the pinned codex CLI is not installed: run scripts/setup"
 
 
 @pytest.fixture

@@ -311,14 +311,16 @@ async def test_a_body_over_1_mib_is_refused(
         assert_error(response.status, await response.json(), 413, "body-too-large")
 
 
-async def test_an_unwired_engine_is_refused(
+async def test_an_unknown_engine_is_refused(
     session: aiohttp.ClientSession, daemon: DaemonProcess, tmp_path: Path
 ) -> None:
-    """An engine this daemon does not run gets 400 unknown-engine naming it."""
+    """An engine Condensate does not have gets 422 invalid-body naming the field and the
+    engines it has."""
     status, answer = await call(
-        session, daemon, "POST", "/threads", _body(tmp_path, "never started", engine="codex")
+        session, daemon, "POST", "/threads", _body(tmp_path, "never started", engine="pi")
     )
-    assert_error(status, answer, 400, "unknown-engine")
+    assert_error(status, answer, 422, "invalid-body")
+    assert "'engine'" in answer["detail"]
     assert "'codex'" in answer["detail"]
 
 

@@ -1,0 +1,145 @@
+"""What the CLI engines share about their child process: finding the pinned binary, refusing
+another version, starting it with piped stdio and its stderr in a file, and stopping it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from condensate.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+LINE_LIMIT = 64 * 1024 * 1024
+"""A line holds a whole tool result; asyncio's 64 KiB default is far too small."""
+STOP_GRACE_SECONDS = 5.0
+VERSION = re.compile(r"\d+\.\d+\.\d+")
+
+_versions: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class PinnedCli:
+    """A CLI the project pins in ``package.json``: ``claude`` or ``codex``."""
+
+    command: str
+    """The executable's name in ``node_modules/.bin`` and on PATH."""
+    label: str
+    """What people call it: "Claude Code", "Codex"."""
+    package: str
+    """Its npm package."""
+    pinned: str
+    setting: str
+    """The ``CONDENSATE_*`` variable that points at another binary."""
+
+    @property
+    def install_hint(self) -> str:
+        return (
+            f"run `npm ci` in the Condensate repository (it installs the pinned "
+            f"{self.package}@{self.pinned}), or `npm install -g {self.package}@{self.pinned}`, "
+            f"or point {self.setting} at one"
+        )
+
+    def resolve(self, configured: str | None) -> str:
+        """The CLI to run: the setting, else the repo's pinned one, else the one on PATH."""
+        if configured:
+            found = shutil.which(configured)
+            if found is None:
+                msg = f"{self.setting}={configured!r} is not an executable; {self.install_hint}."
+                raise ConfigError(msg)
+            return found
+        pinned = REPO / "node_modules" / ".bin" / self.command
+        if pinned.exists():
+            return str(pinned)
+        found = shutil.which(self.command)
+        if found is None:
+            msg = f"The {self.label} CLI (`{self.command}`) was not found; {self.install_hint}."
+            raise ConfigError(msg)
+        return found
+
+    def check_version(self, binary: str) -> str:
+        """``BINARY --version``'s version, once per binary; refuses another major.minor."""
+        if binary in _versions:
+            return _versions[binary]
+        try:
+            done = subprocess.run(  # noqa: S603 - the operator's configured binary
+                [binary, "--version"], capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            msg = f"Could not run {binary} --version ({exc}); {self.install_hint}."
+            raise ConfigError(msg) from exc
+        found = VERSION.search(done.stdout)
+        version = found.group(0) if found else ""
+        wanted = self.pinned.rsplit(".", 1)[0]
+        if done.returncode != 0 or version.rsplit(".", 1)[0] != wanted:
+            shown = version or done.stderr.strip()[:200] or f"exit {done.returncode}"
+            msg = (
+                f"{binary} is {self.label} {shown!r}, but Condensate drives {wanted}.x "
+                f"(pinned {self.pinned}); {self.install_hint}."
+            )
+            raise ConfigError(msg)
+        _versions[binary] = version
+        return version
+
+
+def inherited_environment(*drop: str) -> dict[str, str]:
+    """The daemon's environment (PATH, HOME, locale) less Condensate's own settings and the
+    names in ``drop``."""
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_") and k not in drop
+    }
+
+
+async def spawn(
+    args: list[str], *, cwd: str, state_dir: Path, env: dict[str, str]
+) -> asyncio.subprocess.Process:
+    """Start a CLI with piped stdin and stdout; its stderr goes to ``state_dir/stderr.log``."""
+    with (state_dir / "stderr.log").open("ab") as stderr:
+        return await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            cwd=cwd,
+            env=env,
+            limit=LINE_LIMIT,
+        )
+
+
+async def stop(process: asyncio.subprocess.Process) -> None:
+    """Close stdin and let the CLI flush its state; then SIGTERM, then SIGKILL."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError, RuntimeError):
+            process.stdin.close()
+    for signal_it in (None, process.terminate, process.kill):
+        if signal_it is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal_it()
+        try:
+            await asyncio.wait_for(process.wait(), STOP_GRACE_SECONDS)
+        except TimeoutError:
+            continue
+        return
+
+
+def stderr_tail(state_dir: Path) -> str:
+    """The end of a CLI's ``stderr.log``, for a notice that it exited."""
+    path = state_dir / "stderr.log"
+    if not path.exists():
+        return "no stderr"
+    tail = path.read_bytes()[-400:].decode(errors="replace").strip()
+    return f"stderr: {tail}" if tail else "no stderr"
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Write a file only its owner can read (it holds a token or a key)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+    return path

@@ -1,0 +1,30 @@
+"""What the CLI engines tell the agent they drive, in the same words for every engine."""
+
+from __future__ import annotations
+
+from condensate.events import AskOpened
+
+CONTINUE = (
+    "Continue the task from where the conversation above leaves off. Your earlier context was "
+    "replaced by this window; reread any file you need before relying on it."
+)
+ASK = (
+    "Condensate asks you to compact your context now (it is at {used} of your {line}-token "
+    "line): call the compact_context tool with a summary of what matters so far (the task, "
+    "decisions, files, failed attempts and what is left), or compact_microcompact to clear "
+    "old tool results. If nobody answers by {deadline}, Condensate writes the summary itself."
+)
+"""Told to a head once per ask, in the next user input the engine sends."""
+RESUMED = (
+    "The {cli} process restarted in the middle of this turn (it exited unexpectedly); "
+    "continue the task from where you left off. A tool call that was running may have run in "
+    "part: check its effect before relying on it."
+)
+
+
+def ask_note(ask: AskOpened) -> str:
+    return ASK.format(used=ask.used, line=ask.line, deadline=ask.deadline.strftime("%H:%M:%S UTC"))
+
+
+def resumed(cli: str) -> str:
+    return RESUMED.format(cli=cli)

@@ -1,0 +1,193 @@
+"""The ``codex`` CLI's set-up for one thread: which binary (the pinned version, or refused), the
+thread's ``CODEX_HOME`` with its generated ``config.toml`` and model catalog, and the
+environment ``codex app-server`` runs in. It knows nothing of turns or of the log.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from adapters import _child
+from condensate import mcp
+from condensate.engine import EngineEnv, ThreadSpec
+from condensate.errors import ConfigError
+from condensate.providers import parse_model
+
+PINNED_VERSION = "0.171.0"
+"""The version ``package.json`` pins; a CLI of another major.minor is refused."""
+CLI = _child.PinnedCli(
+    command="codex",
+    label="Codex",
+    package="@openai/codex",
+    pinned=PINNED_VERSION,
+    setting="CONDENSATE_CODEX_BINARY",
+)
+PROVIDER = "condensate"
+"""The model provider the generated config defines (the daemon's OpenAI endpoint)."""
+KEY_VARIABLE = "CODEX_CONDENSATE_PROVIDER_KEY"
+"""The variable Codex reads the provider's key from (``env_key``): the key stays out of the
+config file."""
+OUT_OF_REACH = 100_000_000
+"""The catalog window that keeps Codex's own compaction (at 90 % of it) from ever firing:
+Condensate's ceiling, and the provider's refusal, come long before."""
+TEMPLATE_SLUG = "gpt-5.5"
+"""The bundled entry an unknown model's entry is copied from."""
+SANDBOXES = frozenset({"read-only", "workspace-write", "danger-full-access"})
+
+check_version = CLI.check_version
+
+
+def resolve_binary(configured: str | None) -> str:
+    """The CLI to run: the setting, the repo's pinned one, or ``codex`` on PATH; and when that
+    is npm's node wrapper, the native binary it would start. On node 20 the wrapper runs it as
+    a child and a SIGKILL to the wrapper leaves the child holding our pipes."""
+    binary = CLI.resolve(configured)
+    return str(native_binary(Path(binary)) or binary)
+
+
+def native_binary(binary: Path) -> Path | None:
+    """The native ``codex`` next to npm's ``bin/codex.js`` (in the platform package)."""
+    script = binary.resolve()
+    if script.suffix != ".js":
+        return None
+    package = script.parent.parent
+    for vendor in (*package.parent.glob("codex-*/vendor"), package / "vendor"):
+        for native in sorted(vendor.glob("*/bin/codex")):
+            return native
+    return None
+
+
+def sandbox_mode(permissions: str) -> str:
+    """A thread's permissions as a Codex sandbox; approvals are never asked for.
+
+    ``default`` becomes ``danger-full-access``: Condensate answers no approval prompts, so an
+    unattended thread must run without them (as Claude Code threads run with
+    ``bypassPermissions``). Codex's own sandbox names pass through.
+    """
+    if permissions == "default":
+        return "danger-full-access"
+    if permissions in SANDBOXES:
+        return permissions
+    known = ", ".join(sorted({"default", *SANDBOXES}))
+    msg = f"Permissions {permissions!r} mean nothing to Codex; use one of: {known}."
+    raise ConfigError(msg)
+
+
+def model_slug(spec: ThreadSpec) -> str:
+    """The model Codex asks the provider for; Codex speaks only the Responses API."""
+    model = parse_model(spec.model)
+    if model.provider != "openai":
+        msg = (
+            f"The codex engine speaks the OpenAI Responses API; {spec.model!r} is not an "
+            "openai: model (e.g. openai:gpt-5.5)."
+        )
+        raise ConfigError(msg)
+    return model.name
+
+
+def _toml(value: Any) -> str:
+    """A TOML value. JSON's strings, numbers, booleans and arrays are valid TOML."""
+    return json.dumps(value)
+
+
+def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_server: bool) -> str:
+    """The thread's ``config.toml``: the daemon's OpenAI endpoint as the provider, the model,
+    no approvals, the sandbox from the permissions, no plugin sync or analytics, the catalog
+    that keeps Codex's compaction out of reach, and Condensate's MCP server for a head."""
+    lines = [
+        f"model = {_toml(model_slug(spec))}",
+        f"model_provider = {_toml(PROVIDER)}",
+        'approval_policy = "never"',
+        f"sandbox_mode = {_toml(sandbox_mode(spec.permissions))}",
+        "check_for_update_on_startup = false",
+    ]
+    if catalog is not None:
+        lines.append(f"model_catalog_json = {_toml(str(catalog))}")
+    lines += [
+        "",
+        f"[model_providers.{PROVIDER}]",
+        'name = "Condensate"',
+        f"base_url = {_toml(env.openai_base_url)}",
+        f"env_key = {_toml(KEY_VARIABLE)}",
+        'wire_api = "responses"',
+        "",
+        "[analytics]",
+        "enabled = false",
+        "",
+        "[features]",
+        "plugins = false",
+    ]
+    if mcp_server:
+        server = mcp.config(sys.executable, env.daemon_url, env.daemon_token, env.thread_id)
+        entry = server["mcpServers"][mcp.SERVER_NAME]
+        lines += [
+            "",
+            f"[mcp_servers.{mcp.SERVER_NAME}]",
+            f"command = {_toml(entry['command'])}",
+            f"args = {_toml(entry['args'])}",
+            f"env = {{ {', '.join(f'{k} = {_toml(v)}' for k, v in entry['env'].items())} }}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def bundled_catalog(binary: str, codex_home: Path) -> dict[str, Any]:
+    """The model catalog shipped with the binary (``codex debug models --bundled``)."""
+    try:
+        done = subprocess.run(  # noqa: S603 - the operator's configured binary
+            [binary, "debug", "models", "--bundled"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**_child.inherited_environment(), "CODEX_HOME": str(codex_home)},
+        )
+        catalog: dict[str, Any] = json.loads(done.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        msg = f"Could not read Codex's model catalog with {binary} debug models: {exc}"
+        raise ConfigError(msg) from exc
+    if not catalog.get("models"):
+        msg = f"{binary} debug models --bundled listed no models"
+        raise ConfigError(msg)
+    return catalog
+
+
+def out_of_reach_catalog(bundled: dict[str, Any], slug: str) -> dict[str, Any]:
+    """A one-entry catalog for ``slug`` (its bundled entry, or a copy of gpt-5.5's) whose
+    window is so large that Codex never compacts on its own."""
+    models: list[dict[str, Any]] = bundled["models"]
+    by_slug = {m.get("slug"): m for m in models}
+    entry = copy.deepcopy(by_slug.get(slug) or by_slug.get(TEMPLATE_SLUG) or models[0])
+    entry.update(slug=slug, context_window=OUT_OF_REACH, max_context_window=OUT_OF_REACH)
+    return {"models": [entry]}
+
+
+def prepare_home(binary: str, spec: ThreadSpec, env: EngineEnv, codex_home: Path) -> None:
+    """Write the thread's ``CODEX_HOME``: config (0600: a head's holds the API token) and, with
+    Condensate windowing, the catalog. Rewritten at every start, so a changed setting
+    (``CONDENSATE_CODEX_WINDOWING``) takes effect when the session restarts."""
+    codex_home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    catalog: Path | None = None
+    if env.codex_windowing:
+        catalog = codex_home / "condensate-models.json"
+        if not catalog.exists():
+            entries = out_of_reach_catalog(bundled_catalog(binary, codex_home), model_slug(spec))
+            catalog.write_text(json.dumps(entries))
+    mcp_server = spec.head and bool(env.daemon_url)
+    text = config_toml(spec, env, catalog=catalog, mcp_server=mcp_server)
+    _child.write_private(codex_home / "config.toml", text)
+
+
+def environment(codex_home: Path, env: EngineEnv) -> dict[str, str]:
+    """The app-server's environment: its own home and the provider's key."""
+    child = _child.inherited_environment("CODEX_HOME", "OPENAI_API_KEY")
+    child.update({"CODEX_HOME": str(codex_home), KEY_VARIABLE: env.openai_api_key or "none"})
+    return child
+
+
+def command(binary: str) -> list[str]:
+    return [binary, "app-server"]

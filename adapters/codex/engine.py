@@ -1,0 +1,449 @@
+"""The Codex engine: a thread's turns, checks and Codex threads.
+
+A turn sends the human messages logged since the last one as a ``turn/start`` and reads
+notifications until its ``turn/completed``, appending what ``_translate`` makes of them. After
+each counted response (once no command is still running) and after the turn, the window check
+runs. A window interrupts the turn, starts a fresh Codex thread in the same app-server and
+injects the rendered window as one historical message; the turn goes on there. A crashed
+app-server is started again and resumes the same Codex thread, once a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import structlog
+
+from adapters import _child
+from adapters._texts import CONTINUE, ask_note, resumed
+from adapters.codex import _cli
+from adapters.codex._rpc import AppServer, AppServerExited
+from adapters.codex._translate import Responses, is_overflow, usage_of
+from condensate.engine import Checkpoint, EngineEnv, ThreadSpec, TurnContext, TurnOutcome
+from condensate.events import (
+    AskAnswered,
+    AssistantMessage,
+    EngineNotice,
+    Event,
+    ModelRefused,
+    SystemLine,
+    UserMessage,
+    Window,
+)
+from condensate.projector import Projection
+from condensate.render import render_window
+
+log = structlog.get_logger()
+
+BASELINE_TOKENS = 10_000
+"""Codex's own instructions, tool schemas and environment context: ~7.8k tokens for gpt-5.5
+(0.171.0, as the fake counts them). The first count replaces this estimate as the anchor."""
+MAX_THREADS_PER_TURN = 12
+OVERFLOW_WITHOUT_WINDOWING = (
+    "the prompt no longer fits the model's window and Condensate's windowing is off "
+    "(CONDENSATE_CODEX_WINDOWING=0); Codex did not compact in time"
+)
+
+
+@dataclass
+class _Read:
+    """How reading a turn ended."""
+
+    how: Literal["completed", "exited"]
+    status: str = ""
+    error: dict[str, Any] | None = None
+    overflow: bool = False
+    window: bool = False
+    """A window is due: the turn was interrupted to start a Codex thread with it."""
+    stop: str | None = None
+    missed: str | None = None
+
+
+class CodexEngine:
+    """Runs turns of one ``codex`` thread through ``codex app-server``."""
+
+    name: ClassVar[str] = "codex"
+
+    def __init__(self, spec: ThreadSpec, env: EngineEnv) -> None:
+        self.spec = spec
+        self.env = env
+        self.codex_home = env.home / "codex" / env.thread_id
+        self.server: AppServer | None = None
+        self.codex_thread = ""
+        """The Codex thread the turns run in (Codex's id, shown as the session id)."""
+        self.turn_id = ""
+        self.sent_upto = 0
+        """The last seq Codex has seen, as input or inside a window."""
+        self.responses = Responses()
+        self.window_pending = False
+        """A window was taken outside the engine's check (an ask's deadline): apply it at the
+        next boundary."""
+        self.told_ask: str | None = None
+        self.in_turn = False
+        self._lock = asyncio.Lock()
+        self._ctx: TurnContext | None = None
+        """The last turn's context, valid between turns (``apply_window`` logs through it)."""
+
+    # -- the protocol ---------------------------------------------------------------------
+
+    def baseline(self, spec: ThreadSpec) -> int:
+        return BASELINE_TOKENS
+
+    async def apply_window(self, window: Window, view: Projection) -> None:
+        """During a turn, the next boundary starts a Codex thread with the window. Outside a
+        turn it starts now: a new thread with the window injected costs no model call."""
+        self.window_pending = True
+        if self.in_turn or self._ctx is None:
+            return
+        async with self._lock:
+            await self._ensure_server(self._ctx)
+            await self._new_thread(self._ctx, with_window=True)
+
+    async def close(self) -> None:
+        await self._end_server()
+
+    async def run_turn(self, ctx: TurnContext) -> TurnOutcome:
+        self._ctx = ctx
+        self.in_turn = True
+        try:
+            async with self._lock:
+                return await self._run_turn(ctx)
+        finally:
+            self.in_turn = False
+
+    # -- a turn ---------------------------------------------------------------------------
+
+    async def _run_turn(self, ctx: TurnContext) -> TurnOutcome:
+        started = await self._turn_start(ctx)
+        if isinstance(started, TurnOutcome):
+            return started
+        message = started
+        crashed = refused = False
+        last_text = ""
+        for _ in range(MAX_THREADS_PER_TURN):
+            await self._ensure_server(ctx)
+            read = await self._read_turn(ctx, await self._with_ask(ctx, message))
+            last_text = _last_text(ctx.view) or last_text
+            if read.how == "exited":
+                await self._crashed(ctx)
+                if crashed:
+                    return TurnOutcome(
+                        "failed", "codex app-server exited twice in one turn", last_text
+                    )
+                crashed = True
+                message = resumed("Codex app-server")
+                continue
+            if read.stop is not None:
+                return TurnOutcome("stopped", read.stop, last_text)
+            if read.missed is not None:
+                return TurnOutcome("failed", _missed(read.missed), last_text)
+            if read.overflow:
+                await ctx.append(
+                    ModelRefused(at=ctx.now(), message=str((read.error or {}).get("message")))
+                )
+                if not self.env.codex_windowing:
+                    return TurnOutcome("failed", OVERFLOW_WITHOUT_WINDOWING, last_text)
+                if refused:
+                    return TurnOutcome(
+                        "failed",
+                        "the provider refused the prompt again after a forced window",
+                        last_text,
+                    )
+                refused = True
+                check = await ctx.checkpoint()
+                if check.stop is not None:
+                    return TurnOutcome("stopped", check.stop, last_text)
+                if check.missed is not None:
+                    return TurnOutcome("failed", _missed(check.missed), last_text)
+                read.window = True
+            if read.window or self.window_pending:
+                await self._new_thread(ctx, with_window=True)
+                message = CONTINUE
+                continue
+            if read.status != "completed":
+                detail = f"Codex ended the turn {read.status}: {(read.error or {}).get('message')}"
+                await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail[:500]))
+                return TurnOutcome("failed", detail[:500], last_text)
+            after = await self._check(ctx)
+            if after is not None and after.window is not None:
+                await self._new_thread(ctx, with_window=True)
+            if self._untold_ask(ctx):
+                message = ""  # the ask opened during the turn: tell the head in a follow-up
+                continue
+            return TurnOutcome("completed", "", last_text)
+        return TurnOutcome(
+            "failed", f"{MAX_THREADS_PER_TURN} Codex threads started in one turn", last_text
+        )
+
+    async def _turn_start(self, ctx: TurnContext) -> str | TurnOutcome:
+        """The turn's first input. A compaction queued between turns (an operator's answer to
+        an ask) is taken here; a view with history and no Codex thread (a daemon restart)
+        starts a Codex thread with the view as its window."""
+        check = await self._check(ctx)
+        if check is not None:
+            if check.stop is not None:
+                return TurnOutcome("stopped", check.stop, "")
+            if check.missed is not None:
+                return TurnOutcome("failed", _missed(check.missed), "")
+            if check.window is not None:
+                self.window_pending = True
+        await self._ensure_server(ctx)
+        if self.window_pending or (not self.codex_thread and _has_history(ctx.view)):
+            await self._new_thread(ctx, with_window=True)
+        elif not self.codex_thread:
+            await self._new_thread(ctx, with_window=False)
+        texts = [
+            e.event.text
+            for e in ctx.view.entries
+            if e.seq > self.sent_upto and isinstance(e.event, UserMessage)
+        ]
+        self.sent_upto = ctx.view.last_seq
+        return "\n\n".join(texts) or CONTINUE
+
+    async def _check(self, ctx: TurnContext) -> Checkpoint | None:
+        """The window check, when Condensate windows this thread."""
+        if not self.env.codex_windowing:
+            return None
+        return await ctx.checkpoint()
+
+    def _untold_ask(self, ctx: TurnContext) -> bool:
+        ask = ctx.view.ask
+        return ask is not None and ask.ask_id != self.told_ask
+
+    async def _with_ask(self, ctx: TurnContext, message: str) -> str:
+        """``message``, with the pending ask added the first time the head hears of it."""
+        ask = ctx.view.ask
+        if ask is None or ask.ask_id == self.told_ask:
+            return message or CONTINUE
+        self.told_ask = ask.ask_id
+        await self._notice(ctx, "ask-delivered", f"{ask.ask_id} told to the head in its input")
+        note = ask_note(ask)
+        return f"{message}\n\n{note}" if message else note
+
+    # -- reading a turn -------------------------------------------------------------------
+
+    async def _read_turn(self, ctx: TurnContext, text: str) -> _Read:
+        """Start a turn with ``text`` and follow it to its end, checking for a window after
+        each counted response once no command is running."""
+        server = self.server
+        assert server is not None
+        for stale in server.drain():
+            log.debug("codex_between_turns", thread=ctx.thread_id, method=stale.get("method"))
+        read = _Read("completed")
+        try:
+            started = await server.request(
+                "turn/start",
+                {
+                    "threadId": self.codex_thread,
+                    "input": [{"type": "text", "text": text, "text_elements": []}],
+                },
+            )
+            self.turn_id = str((started.get("turn") or {}).get("id") or "")
+            check_due = interrupting = False
+            while True:
+                note = await server.next_notification()
+                params = note.get("params") or {}
+                if params.get("threadId", self.codex_thread) != self.codex_thread:
+                    continue
+                match note.get("method"):
+                    case "item/started":
+                        self.responses.item_started(params.get("item") or {})
+                    case "item/completed":
+                        await self._item_completed(ctx, params.get("item") or {})
+                    case "thread/tokenUsage/updated":
+                        usage = usage_of(params)
+                        if usage is not None:
+                            model = _cli.model_slug(self.spec)
+                            await ctx.append(self.responses.counted(usage, model, ctx.now))
+                            check_due = self.env.codex_windowing
+                    case "error":
+                        read.overflow = read.overflow or is_overflow(params.get("error"))
+                    case "turn/completed":
+                        turn = params.get("turn") or {}
+                        if turn.get("id") != self.turn_id:
+                            continue
+                        read.status = str(turn.get("status") or "")
+                        read.error = turn.get("error")
+                        read.overflow = read.overflow or is_overflow(read.error)
+                        leftover = self.responses.interrupted("the turn ended", ctx.now)
+                        if leftover:
+                            await ctx.append(leftover)
+                        return read
+                    case _:
+                        pass
+                due = check_due or self.window_pending
+                if due and not interrupting and not self.responses.running:
+                    check_due = False
+                    interrupting = await self._mid_turn_check(ctx, read)
+        except AppServerExited:
+            read.how = "exited"
+            return read
+
+    async def _mid_turn_check(self, ctx: TurnContext, read: _Read) -> bool:
+        """Check between responses; interrupts the turn when it must end here. Says whether
+        it did."""
+        if self.window_pending:
+            read.window = True
+        else:
+            check = await ctx.checkpoint()
+            read.stop = check.stop
+            read.missed = check.missed
+            read.window = check.window is not None
+        if not (read.window or read.stop or read.missed):
+            return False
+        assert self.server is not None
+        await self.server.request(
+            "turn/interrupt", {"threadId": self.codex_thread, "turnId": self.turn_id}
+        )
+        return True
+
+    async def _item_completed(self, ctx: TurnContext, item: dict[str, Any]) -> None:
+        if item.get("type") != "contextCompaction":
+            results = self.responses.item_completed(item, ctx.now)
+            if results:
+                await ctx.append(results)
+            return
+        # Codex compacted on its own: the log stays the record; an open ask is moot.
+        events: list[Event] = [
+            EngineNotice(
+                at=ctx.now(),
+                engine="codex",
+                notice="codex-compacted",
+                detail="Codex replaced its history with its own summary (a contextCompaction "
+                "item); the log keeps every event",
+                seat="main",
+                session_id=self.codex_thread or None,
+            )
+        ]
+        ask = ctx.view.ask
+        if ask is not None:
+            events.append(
+                AskAnswered(
+                    at=ctx.now(),
+                    ask_id=ask.ask_id,
+                    mode="decline",
+                    by="runtime",
+                    reason="Codex compacted its own context; the ask is dropped",
+                    seat="main",
+                )
+            )
+        await ctx.append(events)
+
+    async def _crashed(self, ctx: TurnContext) -> None:
+        """The app-server died mid-turn: close what it left open and note it; the next start
+        resumes the same Codex thread."""
+        events = self.responses.interrupted("the codex app-server exited", ctx.now)
+        if events:
+            await ctx.append(events)
+        server, self.server = self.server, None
+        returncode = None
+        if server is not None:
+            returncode = await server.process.wait()
+        await self._notice(
+            ctx,
+            "cli-exited",
+            f"exit {returncode} mid-turn; {_child.stderr_tail(self.codex_home)}",
+        )
+
+    # -- the app-server and its threads ---------------------------------------------------
+
+    async def _ensure_server(self, ctx: TurnContext) -> None:
+        """A running app-server; a new one resumes the Codex thread the last one ran."""
+        if self.server is not None:
+            return
+        binary = _cli.resolve_binary(self.env.codex_binary)
+        version = await asyncio.to_thread(_cli.check_version, binary)
+        await asyncio.to_thread(_cli.prepare_home, binary, self.spec, self.env, self.codex_home)
+        process = await _child.spawn(
+            _cli.command(binary),
+            cwd=self.spec.cwd,
+            state_dir=self.codex_home,
+            env=_cli.environment(self.codex_home, self.env),
+        )
+        self.server = AppServer(process)
+        await self.server.initialize()
+        log.info("codex_started", thread=ctx.thread_id, pid=process.pid, codex=version)
+        if self.codex_thread:
+            await self.server.request(
+                "thread/resume", {"threadId": self.codex_thread, "excludeTurns": True}
+            )
+            await self._notice(
+                ctx,
+                "session-resumed",
+                f"pid={process.pid} codex={version}",
+                previous=self.codex_thread,
+            )
+
+    async def _new_thread(self, ctx: TurnContext, *, with_window: bool) -> None:
+        """A fresh Codex thread with the thread's persona and permissions; with the view
+        rendered as one historical message when ``with_window``."""
+        assert self.server is not None
+        params: dict[str, Any] = {
+            "cwd": self.spec.cwd,
+            "approvalPolicy": "never",
+            "sandbox": _cli.sandbox_mode(self.spec.permissions),
+        }
+        if self.spec.persona:
+            params["developerInstructions"] = self.spec.persona
+        started = await self.server.request("thread/start", params)
+        previous = self.codex_thread or None
+        self.codex_thread = str((started.get("thread") or {}).get("id") or "")
+        self.window_pending = False
+        if with_window:
+            window = render_window(ctx.view)
+            await self.server.request(
+                "thread/inject_items",
+                {
+                    "threadId": self.codex_thread,
+                    "items": [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": window}],
+                        }
+                    ],
+                },
+            )
+            self.sent_upto = ctx.view.last_seq
+        notice = "session-fresh" if with_window else "session-started"
+        await self._notice(ctx, notice, f"pid={self.server.pid}", previous=previous)
+
+    async def _notice(
+        self, ctx: TurnContext, notice: str, detail: str, previous: str | None = None
+    ) -> None:
+        await ctx.append(
+            EngineNotice(
+                at=ctx.now(),
+                engine="codex",
+                notice=notice,
+                detail=detail,
+                seat="main",
+                session_id=self.codex_thread or None,
+                previous_session_id=previous,
+            )
+        )
+
+    async def _end_server(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            await server.close()
+
+
+def _has_history(view: Projection) -> bool:
+    return any(isinstance(e.event, AssistantMessage) for e in view.entries)
+
+
+def _last_text(view: Projection) -> str:
+    for entry in reversed(view.entries):
+        if isinstance(entry.event, AssistantMessage) and entry.event.text:
+            return entry.event.text
+    return ""
+
+
+def _missed(reason: str) -> str:
+    return (
+        f"a window was due but the curator could not write its summary ({reason}); "
+        "Condensate does not fall back to Codex's own compaction"
+    )

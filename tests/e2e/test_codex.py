@@ -1,0 +1,288 @@
+"""The real ``codex`` CLI (the version package.json pins, as ``codex app-server``) driven by a
+real daemon against the fake model server's Responses API: a window that restarts the task in
+a fresh Codex thread, a refusal that forces one, Codex's own compaction with Condensate's
+windowing off, and a killed app-server resumed. Asserted on what the fake received and on the
+log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+
+from condensate.store import EventLog
+from condensate.testing.fake_model import (
+    Call,
+    FakeModelServer,
+    Overflow,
+    RecordedRequest,
+    Slow,
+    Text,
+    ToolCalls,
+    Usage,
+)
+from tests.e2e.conftest import CODEX
+from tests.integration.daemon import DaemonProcess, call, wait_for
+
+MODEL = "gpt-5.5"
+WINDOW = 100_000
+CEILING = 30_000
+LINE = CEILING - 8_192
+"""Codex 0.171.0 sends ~7.8k tokens of its own (as the fake counts them): a 30k ceiling (a
+21.8k line) is crossed after a few ~4k-token command outputs."""
+BRIEF = "Count things with the shell, one command at a time. BRIEF-MARKER-cx1"
+WINDOW_TAG = "<condensate_window>"
+
+
+def shell(command: str, text: str = "") -> ToolCalls:
+    return ToolCalls([Call("exec_command", {"cmd": command})], text=text)
+
+
+def start_daemon(tmp_path: Path, fake: FakeModelServer, **extra: str) -> DaemonProcess:
+    process = DaemonProcess(
+        tmp_path / "home",
+        fake.url,
+        extra_env={
+            "CONDENSATE_MODEL_WINDOWS": json.dumps({f"openai:{MODEL}": WINDOW}),
+            "CONDENSATE_WINDOW_CEILING_PI": str(CEILING),
+            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
+            "CONDENSATE_WINDOW_DEADLINE_MS": "10000",
+            "CONDENSATE_CODEX_BINARY": str(CODEX),
+            **extra,
+        },
+    )
+    process.home.mkdir()
+    process.start()
+    return process
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProcess]:
+    process = start_daemon(tmp_path, fake)
+    yield process
+    process.close()
+
+
+async def start_codex_thread(
+    session: aiohttp.ClientSession,
+    daemon: DaemonProcess,
+    workdir: Path,
+    *,
+    brief: str = BRIEF,
+    head: bool = False,
+) -> str:
+    """A thread on the codex engine, started through the daemon's API."""
+    status, created = await call(
+        session,
+        daemon,
+        "POST",
+        "/threads",
+        {
+            "engine": "codex",
+            "model": f"openai:{MODEL}",
+            "cwd": str(workdir),
+            "brief": brief,
+            "persona": "PERSONA-MARKER: you count carefully.",
+            "head": head,
+        },
+    )
+    assert status == 201, created
+    return str(created["id"])
+
+
+async def turn_ended(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, after: int = 0
+) -> list[dict[str, Any]]:
+    events = await wait_for(
+        session,
+        daemon,
+        thread,
+        lambda e: e["kind"] == "turn.ended" and e["seq"] > after,
+        seconds=120,
+    )
+    ended = [e for e in events if e["kind"] == "turn.ended" and e["seq"] > after]
+    assert ended[0]["outcome"] == "completed", (ended[0], daemon.log_tail())
+    return events
+
+
+def generations(fake: FakeModelServer) -> list[RecordedRequest]:
+    """Codex's requests for the thread's model (the curator uses another)."""
+    return [r for r in fake.requests if r.endpoint == "responses" and r.model == MODEL]
+
+
+def windows_in(request: RecordedRequest) -> list[dict[str, Any]]:
+    """The input items of a request that carry a rendered window."""
+    return [i for i in request.body["input"] if WINDOW_TAG in json.dumps(i)]
+
+
+def check_pairs(daemon: DaemonProcess, thread: str) -> None:
+    """Seqs are contiguous and every logged tool call has exactly one result."""
+    with EventLog.open(daemon.home / "condensate.db") as log:
+        stored = list(log.replay(thread))
+    assert [s.seq for s in stored] == list(range(1, len(stored) + 1))
+    calls = [
+        c.id for s in stored if s.event.kind == "message.assistant" for c in s.event.tool_calls
+    ]
+    results = Counter(s.event.call_id for s in stored if s.event.kind == "tool.result")
+    assert all(results[c] == 1 for c in calls), (calls, results)
+    assert sum(results.values()) == len(calls)
+
+
+def notices(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["kind"] == "engine.notice" and e["notice"] == name]
+
+
+async def test_a_turn_crossing_the_ceiling_goes_on_in_a_fresh_codex_thread(daemon, fake, workdir):
+    """Command outputs push the prompt past the line; the turn is interrupted once no command
+    runs, a fresh Codex thread gets the window as one message, and its requests stay under
+    the ceiling."""
+    fake.queue(
+        *[shell(f"seq {i} {i + 1500}", text=f"Step {i}.") for i in range(8)],
+        Text("all counted"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_codex_thread(session, daemon, workdir)
+        events = await turn_ended(session, daemon, thread)
+
+    assert [e for e in events if e["kind"] == "window"], daemon.log_tail()
+    started = notices(events, "session-started")[0]
+    fresh = notices(events, "session-fresh")
+    assert fresh, [e for e in events if e["kind"] == "engine.notice"]
+    assert fresh[0]["previous_session_id"] == started["session_id"]
+    assert fresh[0]["session_id"] != started["session_id"]
+    assert [e for e in events if e["kind"] == "message.assistant"][-1]["text"] == "all counted"
+
+    sent = generations(fake)
+    first = next(i for i, r in enumerate(sent) if windows_in(r))
+    opened = sent[first]
+    (window,) = windows_in(opened)
+    assert window["type"] == "message"
+    assert window["role"] == "user"
+    assert BRIEF in json.dumps(window)
+    assert "PERSONA-MARKER" in json.dumps(opened.body["input"])  # same persona
+    # A fresh thread: none of the old thread's calls came along outside the window.
+    assert not [i for i in opened.body["input"] if i.get("type") == "function_call"]
+    assert opened.input_tokens < LINE
+    assert max(r.input_tokens for r in sent) < CEILING
+    check_pairs(daemon, thread)
+
+
+async def test_a_refusal_forces_a_window_and_the_turn_goes_on_in_a_fresh_thread(
+    daemon, fake, workdir
+):
+    """The provider refuses a prompt under the ceiling; the refusal is logged, forces a window,
+    and the turn is retried in a fresh Codex thread that starts from the window."""
+    fake.queue(
+        shell("seq 1 400", text="First count."),
+        shell("seq 2 400", text="Second count."),
+        Overflow(),
+        Text("finished after the refusal"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_codex_thread(session, daemon, workdir)
+        events = await turn_ended(session, daemon, thread)
+
+    assert any(e["kind"] == "model.refused" for e in events)
+    windows = [e for e in events if e["kind"] == "window"]
+    assert windows
+    assert windows[0]["forced"]
+    fresh = notices(events, "session-fresh")
+    assert fresh
+    assert fresh[0]["previous_session_id"] == notices(events, "session-started")[0]["session_id"]
+    final = [e for e in events if e["kind"] == "message.assistant"][-1]
+    assert final["text"] == "finished after the refusal"
+
+    sent = generations(fake)
+    refused = next(i for i, r in enumerate(sent) if r.reply == "overflow")
+    retry = sent[refused + 1]
+    assert len(windows_in(retry)) == 1
+    assert not [i for i in retry.body["input"] if i.get("type") == "function_call"]
+    check_pairs(daemon, thread)
+
+
+def codex_pid(events: list[dict[str, Any]]) -> int:
+    started = notices(events, "session-started")[-1]
+    field = next(w for w in started["detail"].split() if w.startswith("pid="))
+    return int(field.removeprefix("pid="))
+
+
+async def test_a_killed_app_server_is_restarted_on_the_same_codex_thread(daemon, fake, workdir):
+    """SIGKILL of the app-server while the model streams: a new app-server resumes the same
+    Codex thread, nothing logged before the kill is lost, and the turn completes."""
+    fake.queue(
+        shell("echo one-before-the-kill", text="Echoing."),
+        Slow(Text("never finished"), chunk_delay=0.5, chunks=20),
+        Text("finished after the resume"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_codex_thread(session, daemon, workdir)
+        events = await wait_for(
+            session, daemon, thread, lambda e: e["kind"] == "tool.result", seconds=60
+        )
+        deadline = time.monotonic() + 60
+        while not any(r.reply == "slow:text" for r in fake.requests):
+            assert time.monotonic() < deadline, "the slow reply was never asked for"
+            await anyio.sleep(0.05)
+        await anyio.sleep(0.5)
+        os.kill(codex_pid(events), signal.SIGKILL)
+        events = await turn_ended(session, daemon, thread)
+
+    before = [e for e in events if e["kind"] == "tool.result"]
+    assert before[0]["output"].strip() == "one-before-the-kill"
+    assert notices(events, "cli-exited")
+    resumed = notices(events, "session-resumed")
+    assert resumed
+    assert resumed[0]["session_id"] == notices(events, "session-started")[0]["session_id"]
+    final = [e for e in events if e["kind"] == "message.assistant"][-1]
+    assert final["text"] == "finished after the resume"
+
+    after = generations(fake)[-1]
+    assert after.reply == "text"
+    body = json.dumps(after.body["input"])
+    assert BRIEF in body
+    assert "one-before-the-kill" in body
+    assert not windows_in(after)  # resumed as it was, not restarted from a window
+    check_pairs(daemon, thread)
+
+
+async def test_with_windowing_off_codex_compacts_and_condensate_records_it(tmp_path, fake, workdir):
+    """CONDENSATE_CODEX_WINDOWING=0: no catalog pushes Codex's compaction away and Condensate
+    takes no window; when Codex compacts on its own, the log records a notice."""
+    daemon = start_daemon(tmp_path, fake, CONDENSATE_CODEX_WINDOWING="0")
+    try:
+        fake.queue(
+            Usage(shell("echo before-compaction", text="Echoing."), prompt_tokens=250_000),
+            Text("CODEX-SUMMARY: echoed once."),
+            Text("done after the compaction"),
+            model=MODEL,
+        )
+        async with aiohttp.ClientSession() as session:
+            thread = await start_codex_thread(session, daemon, workdir)
+            events = await turn_ended(session, daemon, thread)
+    finally:
+        daemon.close()
+
+    assert notices(events, "codex-compacted"), [e["kind"] for e in events]
+    assert not [e for e in events if e["kind"] == "window"]
+    final = [e for e in events if e["kind"] == "message.assistant"][-1]
+    assert final["text"] == "done after the compaction"
+    config = (daemon.home / "codex" / thread / "config.toml").read_text()
+    assert "model_catalog_json" not in config
+    kinds = [
+        json.loads(r.headers.get("x-codex-turn-metadata", "{}")).get("request_kind")
+        for r in generations(fake)
+    ]
+    assert "compaction" in kinds
+    check_pairs(daemon, thread)
