@@ -26,6 +26,10 @@ MAX_LIMIT = 1000
 REPLAY_CHUNK = 2000
 BUSY_TIMEOUT_MS = 5000
 SCHEMA_VERSION = 1
+CHECKPOINT_BYTES = 4_000_000
+"""Bytes written between two background WAL checkpoints (SQLite's own default is 1000 pages)."""
+BACKSTOP_PAGES = 20_000
+"""The writer checkpoints by itself past this WAL size, should the background one fall behind."""
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -120,6 +124,8 @@ class EventLog:
         self.counter = counter
         self._connection: sqlite3.Connection | None = connection
         self._lock = threading.Lock()
+        self._checkpointer = _Checkpointer(path)
+        self._written = 0
 
     @classmethod
     def open(cls, path: Path, counter: Counter | None = None) -> EventLog:
@@ -143,6 +149,9 @@ class EventLog:
 
     def close(self) -> None:
         """Close the connection; later calls raise EventLogError. Closing twice is harmless."""
+        # The checkpointer goes first, so that the writer's connection is the last one and
+        # SQLite folds the WAL back into the database file as it closes.
+        self._checkpointer.close()
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
@@ -184,6 +193,7 @@ class EventLog:
                     for i, r in enumerate(rows)
                 ],
             )
+        self._wrote(sum(len(r.body) for r in rows))
         return [
             Stored(thread_id=thread_id, seq=first + i, event=event, tokens=row.tokens)
             for i, (event, row) in enumerate(zip(batch, rows, strict=True))
@@ -213,6 +223,7 @@ class EventLog:
                 "INSERT INTO snapshots (thread_id, seq, upto, state) VALUES (?, ?, ?, ?)",
                 (thread_id, seq, upto, state),
             )
+        self._wrote(len(state) + len(row.body))
         return Stored(thread_id=thread_id, seq=seq, event=event, tokens=row.tokens)
 
     def tail(
@@ -302,6 +313,15 @@ class EventLog:
         seq, upto, state = rows[0]
         return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
 
+    def _wrote(self, size: int) -> None:
+        with self._lock:
+            self._written += size
+            due = self._written >= CHECKPOINT_BYTES
+            if due:
+                self._written = 0
+        if due:
+            self._checkpointer.request()
+
     def _open_connection(self) -> sqlite3.Connection:
         if self._connection is None:
             msg = f"The event log at {str(self.path)!r} is closed."
@@ -338,6 +358,55 @@ class EventLog:
                 raise EventLogError(msg) from exc
 
 
+class _Checkpointer:
+    """Copies the WAL into the database file on its own thread and connection, so that no
+    append's COMMIT waits for a checkpoint and its fsync. Started at the first request."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def request(self) -> None:
+        with self._lock:
+            if self._closing:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="condensate-wal-checkpoint", daemon=True
+                )
+                self._thread.start()
+        self._wake.set()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        try:
+            connection = sqlite3.connect(self._path, isolation_level=None)
+        except sqlite3.Error:
+            return  # the writer's own checkpoints (BACKSTOP_PAGES) still bound the WAL
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._closing:
+                    return
+                # PASSIVE never blocks a writer; what it cannot copy now, the next one will.
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            connection.close()
+
+
 def _prepare(connection: sqlite3.Connection, path: Path) -> None:
     try:
         # busy_timeout first, so switching to WAL waits for other openers instead of failing.
@@ -347,6 +416,7 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
             msg = f"The event log at {str(path)!r} could not switch to WAL mode (it is {mode!r})."
             raise EventLogError(msg)
         connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
         connection.execute("BEGIN IMMEDIATE")
         try:
             version = int(connection.execute("PRAGMA user_version").fetchone()[0])

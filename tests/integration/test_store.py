@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from condensate import store
 from condensate.errors import EventLogError, EventNotFound, UnknownEventVersion
 from condensate.events import (
     Event,
@@ -683,3 +684,23 @@ def test_sigkill_mid_batch_never_leaves_a_partial_batch(tmp_path: Path) -> None:
         everything += found
     assert _batches_in(db) == everything
     assert interrupted >= 1, "no kill landed inside a write; the test proved nothing"
+
+
+# Checkpoints
+
+
+def test_the_wal_is_checkpointed_in_the_background_while_the_log_stays_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past CHECKPOINT_BYTES the events reach the database file itself, not only the WAL."""
+    monkeypatch.setattr(store, "CHECKPOINT_BYTES", 20_000)
+    path = tmp_path / "events.db"
+    with EventLog.open(path, counter=FixedCounter()) as opened:
+        empty = path.stat().st_size
+        for i in range(40):
+            opened.append("t", ToolResult(at=AT, call_id=f"c{i}", tool="read", output="x" * 1000))
+        deadline = time.monotonic() + 10
+        while path.stat().st_size <= empty and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert path.stat().st_size > empty
+        assert opened.last_seq("t") == 40
