@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from condensate.events import AssistantMessage, Event, ModelUsage, ToolCall, ToolResult
+from condensate.events import (
+    AskAnswered,
+    AskOpened,
+    AssistantMessage,
+    EngineNotice,
+    Event,
+    ModelUsage,
+    ToolCall,
+    ToolResult,
+)
 
 Clock = Callable[[], datetime]
 CALL_ITEMS = frozenset(
@@ -126,6 +135,34 @@ def result_of(item: dict[str, Any], call: ToolCall, now: Clock) -> ToolResult:
         output=output,
         is_error=failed,
     )
+
+
+def compacted(ask: AskOpened | None, codex_thread: str, now: Clock) -> list[Event]:
+    """Codex compacted on its own (a ``contextCompaction`` item): a notice, for the log stays
+    the record; and an ask still open is dropped, for Codex's context is small again."""
+    events: list[Event] = [
+        EngineNotice(
+            at=now(),
+            engine="codex",
+            notice="codex-compacted",
+            detail="Codex replaced its history with its own summary (a contextCompaction "
+            "item); the log keeps every event",
+            seat="main",
+            session_id=codex_thread or None,
+        )
+    ]
+    if ask is not None:
+        events.append(
+            AskAnswered(
+                at=now(),
+                ask_id=ask.ask_id,
+                mode="decline",
+                by="runtime",
+                reason="Codex compacted its own context; the ask is dropped",
+                seat="main",
+            )
+        )
+    return events
 
 
 class Responses:

@@ -20,13 +20,11 @@ from adapters import _child
 from adapters._texts import CONTINUE, ask_note, resumed
 from adapters.codex import _cli
 from adapters.codex._rpc import AppServer, AppServerExited
-from adapters.codex._translate import Responses, is_overflow, usage_of
+from adapters.codex._translate import Responses, compacted, is_overflow, usage_of
 from condensate.engine import Checkpoint, EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.events import (
-    AskAnswered,
     AssistantMessage,
     EngineNotice,
-    Event,
     ModelRefused,
     SystemLine,
     UserMessage,
@@ -305,31 +303,7 @@ class CodexEngine:
             if results:
                 await ctx.append(results)
             return
-        # Codex compacted on its own: the log stays the record; an open ask is moot.
-        events: list[Event] = [
-            EngineNotice(
-                at=ctx.now(),
-                engine="codex",
-                notice="codex-compacted",
-                detail="Codex replaced its history with its own summary (a contextCompaction "
-                "item); the log keeps every event",
-                seat="main",
-                session_id=self.codex_thread or None,
-            )
-        ]
-        ask = ctx.view.ask
-        if ask is not None:
-            events.append(
-                AskAnswered(
-                    at=ctx.now(),
-                    ask_id=ask.ask_id,
-                    mode="decline",
-                    by="runtime",
-                    reason="Codex compacted its own context; the ask is dropped",
-                    seat="main",
-                )
-            )
-        await ctx.append(events)
+        await ctx.append(compacted(ctx.view.ask, self.codex_thread, ctx.now))
 
     async def _crashed(self, ctx: TurnContext) -> None:
         """The app-server died mid-turn: close what it left open and note it; the next start

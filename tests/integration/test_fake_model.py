@@ -559,6 +559,24 @@ async def test_responses_json_reply_with_reasoning_and_custom_tool(fake, http):
     assert reply["usage"]["output_tokens_details"]["reasoning_tokens"] > 0
 
 
+async def test_a_responses_function_call_can_name_its_namespace(fake, http):
+    """A call scripted with a namespace is a function call in that namespace (how a model
+    calls a deferred tool Codex offers by namespace); without one, no namespace is sent."""
+    fake.queue(
+        ToolCalls(
+            [
+                Call("compact_context", {"summary": "s"}, namespace="mcp__condensate"),
+                Call("exec_command", {"cmd": "ls"}),
+            ]
+        )
+    )
+    status, reply, _ = await post(http, f"{fake.url}/v1/responses", {"model": GPT, "input": "hi"})
+    assert status == 200
+    namespaced, plain = reply["output"]
+    assert (namespaced["namespace"], namespaced["name"]) == ("mcp__condensate", "compact_context")
+    assert "namespace" not in plain
+
+
 async def test_responses_fail_and_slow(fake, http):
     """Responses answers a ``Fail`` in OpenAI's error shape and streams a ``Slow`` in pieces."""
     fake.queue(Fail(429, retry_after=2), Slow(Text("x" * 40), chunk_delay=0.01, chunks=4))
@@ -771,6 +789,7 @@ def test_replies_round_trip_through_json():
     replies: list[Reply] = [
         Text("a", thinking="t"),
         ToolCalls([Call("Bash", {"command": "ls"}, id="x"), Call("apply_patch", "raw")], text="b"),
+        ToolCalls([Call("compact_context", {"summary": "s"}, namespace="mcp__condensate")]),
         Slow(Text("c"), chunk_delay=0.1, chunks=3),
         Fail(429, "rate_limit_error", "slow down", 1.5),
         Overflow("stream", 123),

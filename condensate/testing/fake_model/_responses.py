@@ -98,14 +98,15 @@ def _items(turn: Turn, body: dict[str, Any], reply: Text | ToolCalls) -> list[di
                 }
             )
         else:
-            items.append(
-                {
-                    "type": "function_call",
-                    "id": f"fc_fake{n:06d}x{i}",
-                    **ident,
-                    "arguments": arguments_json(call),
-                }
-            )
+            item = {
+                "type": "function_call",
+                "id": f"fc_fake{n:06d}x{i}",
+                **ident,
+                "arguments": arguments_json(call),
+            }
+            if call.namespace is not None:
+                item["namespace"] = call.namespace
+            items.append(item)
     return items
 
 

@@ -17,11 +17,15 @@ class Call:
     input (a Responses ``custom_tool_call``; Anthropic and Chat get ``{"input": str}``).
 
     ``Call("Bash", {"command": "echo hi"})`` or ``Call("apply_patch", "*** Begin Patch ...")``.
+    ``namespace`` names the tool namespace of a Responses function call (a deferred tool Codex
+    offers by namespace, ``Call("compact_context", {...}, namespace="mcp__condensate")``);
+    the other APIs ignore it.
     """
 
     name: str
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
     id: str | None = None
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,13 @@ def reply_to_json(reply: Reply) -> dict[str, Any]:
             return {
                 "type": "tool_calls",
                 "calls": [
-                    {"name": c.name, "arguments": _plain(c.arguments), "id": c.id} for c in calls
+                    {
+                        "name": c.name,
+                        "arguments": _plain(c.arguments),
+                        "id": c.id,
+                        "namespace": c.namespace,
+                    }
+                    for c in calls
                 ],
                 "text": text,
                 "thinking": thinking,
@@ -234,7 +244,9 @@ def _call_from_json(data: Any) -> Call:
     if not isinstance(arguments, str | Mapping):
         msg = f"Tool call arguments must be an object or a string, not {arguments!r}."
         raise ValueError(msg)
-    return Call(str(data["name"]), arguments, _opt_str(data.get("id")))
+    return Call(
+        str(data["name"]), arguments, _opt_str(data.get("id")), _opt_str(data.get("namespace"))
+    )
 
 
 def _opt_str(value: Any) -> str | None:
