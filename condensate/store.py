@@ -2,7 +2,8 @@
 
 This module owns the schema, the per-thread ``seq`` and each event's stored token count; it
 is the only one that imports ``sqlite3``. Synchronous: async callers reach it through a
-worker thread. Rows never change: triggers refuse UPDATE, DELETE and REPLACE on every table.
+worker thread, or for a small append through ``append_now``, which never waits for the lock.
+Rows never change: triggers refuse UPDATE, DELETE and REPLACE on every table.
 """
 
 from __future__ import annotations
@@ -176,6 +177,28 @@ class EventLog:
     ) -> list[Stored]:
         """Append one event or a batch in a single transaction; the store assigns each
         ``seq`` and counts each event's tokens once, here."""
+        stored = self._append(thread_id, events, counter, wait=True)
+        assert stored is not None  # waiting for the lock always gets it
+        return stored
+
+    def append_now(
+        self,
+        thread_id: str,
+        events: Event | Sequence[Event],
+        counter: Counter | None = None,
+    ) -> list[Stored] | None:
+        """``append``, unless another OS thread is using the log at this moment: then None and
+        nothing written. For a caller that must not wait on a lock, such as an event loop."""
+        return self._append(thread_id, events, counter, wait=False)
+
+    def _append(
+        self,
+        thread_id: str,
+        events: Event | Sequence[Event],
+        counter: Counter | None,
+        *,
+        wait: bool,
+    ) -> list[Stored] | None:
         _check_thread_id(thread_id)
         batch = list(events) if isinstance(events, Sequence) else [events]
         if not batch:
@@ -183,17 +206,22 @@ class EventLog:
         # Counting and encoding happen before BEGIN so the write lock is held only for SQL.
         rows = [_encode(event, counter or self.counter) for event in batch]
         action = f"append {len(rows)} event(s) to thread {thread_id!r}"
-        with self._transaction(action) as connection:
-            first = _last_seq(connection, thread_id) + 1
-            connection.execute(_INSERT_THREAD, (thread_id, now_utc().isoformat()))
-            connection.executemany(
-                _INSERT_EVENT,
-                [
-                    (thread_id, first + i, r.kind, r.v, r.at, r.tokens, r.body)
-                    for i, r in enumerate(rows)
-                ],
-            )
-        self._wrote(sum(len(r.body) for r in rows))
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
+            with self._transaction(action) as connection:
+                first = _last_seq(connection, thread_id) + 1
+                connection.execute(_INSERT_THREAD, (thread_id, now_utc().isoformat()))
+                connection.executemany(
+                    _INSERT_EVENT,
+                    [
+                        (thread_id, first + i, r.kind, r.v, r.at, r.tokens, r.body)
+                        for i, r in enumerate(rows)
+                    ],
+                )
+            self._count_written(sum(len(r.body) for r in rows))
+        finally:
+            self._lock.release()
         return [
             Stored(thread_id=thread_id, seq=first + i, event=event, tokens=row.tokens)
             for i, (event, row) in enumerate(zip(batch, rows, strict=True))
@@ -206,7 +234,7 @@ class EventLog:
         event = SnapshotTaken(upto=upto, at=now_utc())
         row = _encode(event, self.counter)
         action = f"save a snapshot up to seq {upto} for thread {thread_id!r}"
-        with self._transaction(action) as connection:
+        with self._lock, self._transaction(action) as connection:
             last = _last_seq(connection, thread_id)
             if not 0 <= upto <= last:
                 msg = (
@@ -223,7 +251,7 @@ class EventLog:
                 "INSERT INTO snapshots (thread_id, seq, upto, state) VALUES (?, ?, ?, ?)",
                 (thread_id, seq, upto, state),
             )
-        self._wrote(len(state) + len(row.body))
+            self._count_written(len(state) + len(row.body))
         return Stored(thread_id=thread_id, seq=seq, event=event, tokens=row.tokens)
 
     def tail(
@@ -313,13 +341,11 @@ class EventLog:
         seq, upto, state = rows[0]
         return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
 
-    def _wrote(self, size: int) -> None:
-        with self._lock:
-            self._written += size
-            due = self._written >= CHECKPOINT_BYTES
-            if due:
-                self._written = 0
-        if due:
+    def _count_written(self, size: int) -> None:
+        """Called with the lock held, after a commit."""
+        self._written += size
+        if self._written >= CHECKPOINT_BYTES:
+            self._written = 0
             self._checkpointer.request()
 
     def _open_connection(self) -> sqlite3.Connection:
@@ -339,23 +365,23 @@ class EventLog:
 
     @contextlib.contextmanager
     def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            connection = self._open_connection()
+        """One write transaction; the caller holds ``_lock``."""
+        connection = self._open_connection()
+        try:
+            # IMMEDIATE takes the write lock up front, so the max(seq) read inside the
+            # transaction cannot be raced by another process.
+            connection.execute("BEGIN IMMEDIATE")
             try:
-                # IMMEDIATE takes the write lock up front, so the max(seq) read inside the
-                # transaction cannot be raced by another process.
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    yield connection
-                    connection.execute("COMMIT")
-                except BaseException:
-                    # SQLite may already have rolled back on its own (e.g. a full disk).
-                    with contextlib.suppress(sqlite3.Error):
-                        connection.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                msg = f"Could not {action} in the event log at {str(self.path)!r}: {exc}."
-                raise EventLogError(msg) from exc
+                yield connection
+                connection.execute("COMMIT")
+            except BaseException:
+                # SQLite may already have rolled back on its own (e.g. a full disk).
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            msg = f"Could not {action} in the event log at {str(self.path)!r}: {exc}."
+            raise EventLogError(msg) from exc
 
 
 class _Checkpointer:

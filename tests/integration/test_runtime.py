@@ -15,6 +15,7 @@ from adapters import ENGINES
 from condensate.curator import Curator
 from condensate.engine import ThreadSpec
 from condensate.errors import Refused
+from condensate.events import UserMessage, now_utc
 from condensate.meter import ModelWindow
 from condensate.providers import ModelClient, make_client
 from condensate.runtime import Runtime, Thread
@@ -85,3 +86,48 @@ async def test_an_unknown_seat_is_refused(tmp_path):
         with pytest.raises(Refused) as refused:
             await runtime.answer(thread, mode="summary", by="operator", seat="nope")
     assert (refused.value.code, refused.value.status) == ("unknown-seat", 404)
+
+
+async def test_an_append_while_another_os_thread_holds_the_log_keeps_the_loop_running(tmp_path):
+    """A small append that finds the log busy waits on a worker thread, not on the event loop:
+    other tasks run meanwhile, and the event is logged and folded once the log is free."""
+    async with running(tmp_path) as runtime:
+        thread = await idle_thread(runtime, tmp_path)
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await anyio.sleep(0.01)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(tick)
+            runtime.log._lock.acquire()  # what a worker thread's long read would hold
+            try:
+                appending = await runtime_append_soon(tasks, runtime, thread)
+                await anyio.sleep(0.2)
+                assert not appending.is_set()
+                assert ticks >= 5
+            finally:
+                runtime.log._lock.release()
+            with anyio.fail_after(10):
+                await appending.wait()
+            tasks.cancel_scope.cancel()
+        last = runtime.log.read(thread.thread_id, thread.projection.last_seq).event
+        assert isinstance(last, UserMessage)
+        assert last.text == "steered"
+        assert thread.projection.entries[-1].event == last
+
+
+async def runtime_append_soon(
+    tasks: anyio.abc.TaskGroup, runtime: Runtime, thread: Thread
+) -> anyio.Event:
+    done = anyio.Event()
+
+    async def go() -> None:
+        await runtime.append(thread, UserMessage(at=now_utc(), text="steered"))
+        done.set()
+
+    tasks.start_soon(go)
+    return done

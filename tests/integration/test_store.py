@@ -704,3 +704,27 @@ def test_the_wal_is_checkpointed_in_the_background_while_the_log_stays_open(
             time.sleep(0.02)
         assert path.stat().st_size > empty
         assert opened.last_seq("t") == 40
+
+
+# Appending without waiting
+
+
+def test_append_now_writes_nothing_while_another_os_thread_holds_the_log(log: EventLog) -> None:
+    """append_now returns None at once, and writes nothing, when the log is in use."""
+    log.append("t", UserMessage(at=AT, text="first"))
+    log._lock.acquire()  # what another thread's read or append would hold
+    try:
+        assert log.append_now("t", UserMessage(at=AT, text="second")) is None
+    finally:
+        log._lock.release()
+    assert log.last_seq("t") == 1
+
+
+def test_append_now_on_a_free_log_appends_like_append(log: EventLog) -> None:
+    """With nobody else using the log, append_now assigns seqs and stores tokens as append."""
+    log.append("t", UserMessage(at=AT, text="first"))
+    stored = log.append_now("t", [UserMessage(at=AT, text="a"), UserMessage(at=AT, text="b")])
+    assert stored is not None
+    assert [s.seq for s in stored] == [2, 3]
+    assert [s.seq for s in log.tail("t").events] == [1, 2, 3]
+    assert log.read("t", 3).tokens == stored[1].tokens
