@@ -22,6 +22,7 @@ import pytest
 from condensate.store import EventLog
 from condensate.testing.fake_model import (
     Call,
+    Fail,
     FakeModelServer,
     Overflow,
     RecordedRequest,
@@ -285,4 +286,33 @@ async def test_with_windowing_off_codex_compacts_and_condensate_records_it(tmp_p
         for r in generations(fake)
     ]
     assert "compaction" in kinds
+    check_pairs(daemon, thread)
+
+
+async def test_a_summary_the_curator_cannot_write_fails_the_send(daemon, fake, workdir):
+    """A window that needs a summary is due and every model of the curator's chain fails: the
+    turn ends failed with that reason, uncut, instead of growing towards Codex's own
+    compaction."""
+    fake.queue(Fail(500), Fail(500), model="claude-haiku-4-5")
+    fake.queue(
+        # Two ~8k-token outputs cross the line (the cheap tiers keep the 3 most recent).
+        *[shell(f"seq {i} {i + 3000}", text=f"Step {i}.") for i in range(2)],
+        # Then the curator's call on the thread's model and Codex's next requests all fail,
+        # whichever comes first.
+        *[Fail(500) for _ in range(8)],
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_codex_thread(session, daemon, workdir)
+        events = await wait_for(
+            session, daemon, thread, lambda e: e["kind"] == "turn.ended", seconds=120
+        )
+
+    ended = next(e for e in events if e["kind"] == "turn.ended")
+    assert ended["outcome"] == "failed"
+    assert "curator could not write its summary" in ended["reason"]
+    assert "does not fall back to Codex's own compaction" in ended["reason"]
+    assert [e for e in events if e["kind"] == "system.line" and e["code"] == "summary-missed"]
+    assert not [e for e in events if e["kind"] == "window"]
+    assert not notices(events, "codex-compacted")
     check_pairs(daemon, thread)

@@ -181,7 +181,7 @@ async def test_an_operator_answers_a_heads_ask_over_http(daemon, fake, workdir):
         events = await until(session, daemon, thread, kind("turn.ended"), last)
 
     ended(events, last)
-    assert [e for e in events if e["kind"] == "ask.answered"][0]["by"] == "operator"
+    assert next(e for e in events if e["kind"] == "ask.answered")["by"] == "operator"
     window = next(e for e in events if e["kind"] == "window")
     assert window["author"] == "operator"
     opening = window_text(generations(fake)[before])
