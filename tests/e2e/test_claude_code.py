@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ import aiohttp
 import anyio
 import pytest
 
-from condensate.store import EventLog
 from condensate.testing.fake_model import (
     Call,
     FakeModelServer,
@@ -28,6 +26,7 @@ from condensate.testing.fake_model import (
     ToolCalls,
 )
 from tests.e2e.conftest import CLAUDE
+from tests.e2e.log import check_pairs, notices, started_pid, turn_ended
 from tests.integration.daemon import DaemonProcess, call, wait_for
 
 MODEL = "claude-sonnet-4-5"
@@ -86,43 +85,12 @@ async def start_claude_thread(
     return str(created["id"])
 
 
-async def turn_ended(
-    session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, after: int = 0
-) -> list[dict[str, Any]]:
-    events = await wait_for(
-        session,
-        daemon,
-        thread,
-        lambda e: e["kind"] == "turn.ended" and e["seq"] > after,
-        seconds=120,
-    )
-    ended = [e for e in events if e["kind"] == "turn.ended" and e["seq"] > after]
-    assert ended[0]["outcome"] == "completed", (ended[0], daemon.log_tail())
-    return events
-
-
 def generations(fake: FakeModelServer) -> list[RecordedRequest]:
     return [r for r in fake.requests if r.endpoint == "messages" and r.model == MODEL]
 
 
 def text_of(message: dict[str, Any]) -> str:
     return json.dumps(message["content"])
-
-
-def check_pairs(daemon: DaemonProcess, thread: str) -> None:
-    """Seqs are contiguous and every logged tool call has exactly one result."""
-    with EventLog.open(daemon.home / "condensate.db") as log:
-        stored = list(log.replay(thread))
-    assert [s.seq for s in stored] == list(range(1, len(stored) + 1))
-    calls = [
-        c.id for s in stored if s.event.kind == "message.assistant" for c in s.event.tool_calls
-    ]
-    results = Counter(s.event.call_id for s in stored if s.event.kind == "tool.result")
-    assert all(results[c] == 1 for c in calls), (calls, results)
-
-
-def notices(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    return [e for e in events if e["kind"] == "engine.notice" and e["notice"] == name]
 
 
 async def test_a_long_turn_crosses_the_ceiling_and_is_forked_with_the_window(daemon, fake, workdir):
@@ -195,12 +163,6 @@ async def test_a_prompt_too_long_forces_a_window_and_a_fresh_session(daemon, fak
     check_pairs(daemon, thread)
 
 
-def claude_pid(events: list[dict[str, Any]]) -> int:
-    started = notices(events, "session-started")[-1]
-    field = next(w for w in started["detail"].split() if w.startswith("pid="))
-    return int(field.removeprefix("pid="))
-
-
 async def test_a_killed_cli_is_resumed_on_the_same_session(daemon, fake, workdir):
     """SIGKILL of the claude process while the model streams: the engine resumes the same
     Claude session, nothing logged before the kill is lost, and the turn completes."""
@@ -220,7 +182,7 @@ async def test_a_killed_cli_is_resumed_on_the_same_session(daemon, fake, workdir
             assert time.monotonic() < deadline, "the slow reply was never asked for"
             await anyio.sleep(0.05)
         await anyio.sleep(0.5)
-        os.kill(claude_pid(events), signal.SIGKILL)
+        os.kill(started_pid(events), signal.SIGKILL)
         events = await turn_ended(session, daemon, thread)
 
     before = [e for e in events if e["kind"] == "tool.result"]

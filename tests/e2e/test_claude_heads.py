@@ -5,7 +5,7 @@ summary). Real daemon, fake model server."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +20,14 @@ from condensate.testing.fake_model import (
     ToolCalls,
 )
 from tests.e2e.conftest import CLAUDE
+from tests.e2e.log import check_pairs, ended, kind, notices, until
 from tests.e2e.test_claude_code import (
     MODEL,
     bash,
-    check_pairs,
     generations,
-    notices,
     start_claude_thread,
 )
-from tests.integration.daemon import DaemonProcess, call, wait_for
+from tests.integration.daemon import DaemonProcess, call
 
 WINDOW = 60_000
 """The head's line is the window less the output reserve and one tool result: 43,616 tokens.
@@ -78,28 +77,6 @@ async def start_head(session: aiohttp.ClientSession, daemon: DaemonProcess, work
 def crossing() -> list[Any]:
     """Four commands; the fourth's output takes the head over its line."""
     return [bash("seq 1 2500", text=f"Counting, step {i}.") for i in range(4)]
-
-
-async def until(
-    session: aiohttp.ClientSession,
-    daemon: DaemonProcess,
-    thread: str,
-    predicate: Callable[[dict[str, Any]], bool],
-    after: int = 0,
-) -> list[dict[str, Any]]:
-    return await wait_for(
-        session, daemon, thread, lambda e: e["seq"] > after and predicate(e), seconds=120
-    )
-
-
-def kind(name: str) -> Callable[[dict[str, Any]], bool]:
-    return lambda e: bool(e["kind"] == name)
-
-
-def ended(events: list[dict[str, Any]], after: int = 0) -> dict[str, Any]:
-    done = [e for e in events if e["kind"] == "turn.ended" and e["seq"] > after]
-    assert done[0]["outcome"] == "completed", done[0]
-    return done[0]
 
 
 def first_window_request(sent: list[RecordedRequest], after: int) -> RecordedRequest:

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ import aiohttp
 import anyio
 import pytest
 
-from condensate.store import EventLog
 from condensate.testing.fake_model import (
     Call,
     Fail,
@@ -32,6 +30,7 @@ from condensate.testing.fake_model import (
     Usage,
 )
 from tests.e2e.conftest import CODEX
+from tests.e2e.log import check_pairs, notices, started_pid, turn_ended
 from tests.integration.daemon import DaemonProcess, call, wait_for
 
 MODEL = "gpt-5.5"
@@ -100,21 +99,6 @@ async def start_codex_thread(
     return str(created["id"])
 
 
-async def turn_ended(
-    session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, after: int = 0
-) -> list[dict[str, Any]]:
-    events = await wait_for(
-        session,
-        daemon,
-        thread,
-        lambda e: e["kind"] == "turn.ended" and e["seq"] > after,
-        seconds=120,
-    )
-    ended = [e for e in events if e["kind"] == "turn.ended" and e["seq"] > after]
-    assert ended[0]["outcome"] == "completed", (ended[0], daemon.log_tail())
-    return events
-
-
 def generations(fake: FakeModelServer) -> list[RecordedRequest]:
     """Codex's requests for the thread's model (the curator uses another)."""
     return [r for r in fake.requests if r.endpoint == "responses" and r.model == MODEL]
@@ -123,23 +107,6 @@ def generations(fake: FakeModelServer) -> list[RecordedRequest]:
 def windows_in(request: RecordedRequest) -> list[dict[str, Any]]:
     """The input items of a request that carry a rendered window."""
     return [i for i in request.body["input"] if WINDOW_TAG in json.dumps(i)]
-
-
-def check_pairs(daemon: DaemonProcess, thread: str) -> None:
-    """Seqs are contiguous and every logged tool call has exactly one result."""
-    with EventLog.open(daemon.home / "condensate.db") as log:
-        stored = list(log.replay(thread))
-    assert [s.seq for s in stored] == list(range(1, len(stored) + 1))
-    calls = [
-        c.id for s in stored if s.event.kind == "message.assistant" for c in s.event.tool_calls
-    ]
-    results = Counter(s.event.call_id for s in stored if s.event.kind == "tool.result")
-    assert all(results[c] == 1 for c in calls), (calls, results)
-    assert sum(results.values()) == len(calls)
-
-
-def notices(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    return [e for e in events if e["kind"] == "engine.notice" and e["notice"] == name]
 
 
 async def test_a_turn_crossing_the_ceiling_goes_on_in_a_fresh_codex_thread(daemon, fake, workdir):
@@ -212,12 +179,6 @@ async def test_a_refusal_forces_a_window_and_the_turn_goes_on_in_a_fresh_thread(
     check_pairs(daemon, thread)
 
 
-def codex_pid(events: list[dict[str, Any]]) -> int:
-    started = notices(events, "session-started")[-1]
-    field = next(w for w in started["detail"].split() if w.startswith("pid="))
-    return int(field.removeprefix("pid="))
-
-
 async def test_a_killed_app_server_is_restarted_on_the_same_codex_thread(daemon, fake, workdir):
     """SIGKILL of the app-server while the model streams: a new app-server resumes the same
     Codex thread, nothing logged before the kill is lost, and the turn completes."""
@@ -237,7 +198,7 @@ async def test_a_killed_app_server_is_restarted_on_the_same_codex_thread(daemon,
             assert time.monotonic() < deadline, "the slow reply was never asked for"
             await anyio.sleep(0.05)
         await anyio.sleep(0.5)
-        os.kill(codex_pid(events), signal.SIGKILL)
+        os.kill(started_pid(events), signal.SIGKILL)
         events = await turn_ended(session, daemon, thread)
 
     before = [e for e in events if e["kind"] == "tool.result"]

@@ -5,7 +5,7 @@ summary). Real daemon, fake model server."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +13,17 @@ import aiohttp
 import pytest
 
 from condensate.testing.fake_model import Call, FakeModelServer, RecordedRequest, Text, ToolCalls
+from tests.e2e.log import check_pairs, ended, kind, notices, until
 from tests.e2e.test_codex import (
     MODEL,
     WINDOW_TAG,
-    check_pairs,
     generations,
-    notices,
     shell,
     start_codex_thread,
     start_daemon,
     windows_in,
 )
-from tests.integration.daemon import DaemonProcess, call, wait_for
+from tests.integration.daemon import DaemonProcess, call
 
 WINDOW = 40_000
 """The head's line is the window less the output reserve and one tool result: 23,616 tokens.
@@ -62,28 +61,6 @@ def hasty_daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProces
 def crossing() -> list[Any]:
     """Five commands; the output of the fourth or fifth takes the head over its line."""
     return [shell(f"seq {i} {i + 1500}", text=f"Counting, step {i}.") for i in range(5)]
-
-
-async def until(
-    session: aiohttp.ClientSession,
-    daemon: DaemonProcess,
-    thread: str,
-    predicate: Callable[[dict[str, Any]], bool],
-    after: int = 0,
-) -> list[dict[str, Any]]:
-    return await wait_for(
-        session, daemon, thread, lambda e: e["seq"] > after and predicate(e), seconds=120
-    )
-
-
-def kind(name: str) -> Callable[[dict[str, Any]], bool]:
-    return lambda e: bool(e["kind"] == name)
-
-
-def ended(events: list[dict[str, Any]], after: int = 0) -> dict[str, Any]:
-    done = [e for e in events if e["kind"] == "turn.ended" and e["seq"] > after]
-    assert done[0]["outcome"] == "completed", done[0]
-    return done[0]
 
 
 def first_with_window(sent: list[RecordedRequest], after: int) -> RecordedRequest:
