@@ -138,18 +138,20 @@ def test_overhead_prints_per_call_latency_and_append_rates() -> None:
     assert set(report["targets"]) >= {"median_met", "appends_met"}
 
 
-CLAUDE_LATENCY = ROOT / "benchmarks" / "claude_latency.py"
+CLI_LATENCY = ROOT / "benchmarks" / "cli_latency.py"
 
 
-def test_claude_latency_prints_direct_and_daemon_turn_times() -> None:
-    """``claude_latency.py --json --turns 2`` times two warm turns of the pinned CLI directly
-    and through a real daemon against one fake, and reports the daemon's added latency as the
-    difference of the medians and of the p90s."""
-    report = _run_json(CLAUDE_LATENCY, "--turns", "2")
-    assert report["benchmark"] == "claude_latency"
+@pytest.mark.parametrize(("engine", "version"), [("claude", "2.1.332"), ("codex", "0.171.0")])
+def test_cli_latency_prints_direct_and_daemon_turn_times(engine: str, version: str) -> None:
+    """``cli_latency.py --engine E --json --turns 2`` times two warm turns of the pinned CLI
+    directly and through a real daemon against one fake, and reports the daemon's added
+    latency as the difference of the medians and of the p90s."""
+    report = _run_json(CLI_LATENCY, "--engine", engine, "--turns", "2")
+    assert report["benchmark"] == "cli_latency"
+    assert report["engine"] == engine
     assert "--turns 2" in report["command"]
     assert report["turns"] == 2
-    assert report["machine"]["claude"] == "2.1.332"
+    assert report["machine"][engine] == version
     assert report["machine"]["cpu_count"] > 0
     for side in ("direct", "condensate"):
         result = report[side]

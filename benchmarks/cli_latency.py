@@ -1,22 +1,23 @@
-"""Claude Code latency: what a real Condensate daemon adds to a turn of the ``claude`` CLI.
+"""CLI latency: what a real Condensate daemon adds to a turn of the ``claude`` or ``codex`` CLI.
 
 One fake model server (short text replies) serves both sides in the same run:
 
-* **direct**: the pinned CLI started as the ``claude`` engine starts it (same command line,
-  ``claude -p --input-format stream-json --output-format stream-json --verbose ...``, same
-  environment); a turn is timed from writing the user line to reading its ``result`` line;
-* **condensate**: a real daemon (``python -m condensate serve``) running a ``claude`` thread; a
-  turn is timed from ``POST /threads/:id/messages`` to ``turn.ended`` seen on a long-polling
-  ``tail``.
+* **direct**: the pinned CLI started as its engine starts it (the same command line and
+  environment: ``claude -p --input-format stream-json ...``, or ``codex app-server`` with the
+  generated ``CODEX_HOME``); a turn is timed from writing the user line (``turn/start``) to
+  reading its ``result`` line (``turn/completed``);
+* **condensate**: a real daemon (``python -m condensate serve``) running a thread on that
+  engine; a turn is timed from ``POST /threads/:id/messages`` to ``turn.ended`` seen on a
+  long-polling ``tail``.
 
 Each side's first turn (the CLI's start; reported as ``first_turn_ms``) is a warm-up and not
-counted; then N warm turns run,
-alternating direct and daemon turns so that both see the same machine load. Added latency per
-turn = the daemon's median less the direct median (and the same for p90).
+counted; then N warm turns run, alternating direct and daemon turns so that both see the same
+machine load. Added latency per turn = the daemon's median less the direct median (and the
+same for p90).
 
-    python benchmarks/claude_latency.py            # a table
-    python benchmarks/claude_latency.py --json     # one JSON object
-    python benchmarks/claude_latency.py --json --turns 2   # CI
+    python benchmarks/cli_latency.py --engine claude            # a table
+    python benchmarks/cli_latency.py --engine codex --json      # one JSON object
+    python benchmarks/cli_latency.py --engine codex --json --turns 2   # CI
 """
 
 from __future__ import annotations
@@ -41,27 +42,48 @@ import structlog
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.claude_code import _cli
+from adapters import _child
+from adapters.claude_code import _cli as claude_cli
 from adapters.claude_code._translate import unprompted
+from adapters.codex import _cli as codex_cli
+from adapters.codex._rpc import AppServer
 from condensate.engine import EngineEnv, ThreadSpec
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import DaemonProcess, call
 
-MODEL = "anthropic:claude-sonnet-4-5"
+MODELS = {"claude": "anthropic:claude-sonnet-4-5", "codex": "openai:gpt-5.5"}
 WINDOW = 200_000
 TURNS = 7
 BRIEF = "Answer in one short sentence."
 TURN_TIMEOUT = 60.0
 
 
-def machine(binary: str) -> dict[str, Any]:
+def binary_of(engine: str) -> str:
+    return claude_cli.resolve_binary(None) if engine == "claude" else codex_cli.resolve_binary(None)
+
+
+def machine(engine: str, binary: str) -> dict[str, Any]:
+    check = claude_cli.check_version if engine == "claude" else codex_cli.check_version
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
-        "claude": _cli.check_version(binary),
-        "claude_binary": binary,
+        engine: check(binary),
+        f"{engine}_binary": binary,
     }
+
+
+def engine_env(work: Path, fake_url: str, binary: str) -> EngineEnv:
+    return EngineEnv(
+        home=work,
+        thread_id="direct",
+        anthropic_base_url=fake_url,
+        anthropic_api_key="sk-bench",
+        claude_binary=binary,
+        openai_base_url=f"{fake_url}/v1",
+        openai_api_key="sk-bench",
+        codex_binary=binary,
+    )
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -83,8 +105,8 @@ def summary(seconds: list[float]) -> dict[str, Any]:
     }
 
 
-class Direct:
-    """The CLI on its own, started with the engine's command line and environment."""
+class DirectClaude:
+    """The ``claude`` CLI on its own, started with the engine's command line and environment."""
 
     def __init__(self, binary: str, work: Path, fake_url: str) -> None:
         self.binary = binary
@@ -96,17 +118,13 @@ class Direct:
     async def start(self) -> None:
         config = self.work / "direct-claude"
         config.mkdir(mode=0o700)
-        spec = ThreadSpec("claude", MODEL, str(self.work), BRIEF)
-        env = EngineEnv(
-            home=self.work,
-            thread_id="direct",
-            anthropic_base_url=self.fake_url,
-            anthropic_api_key="sk-bench",
-            claude_binary=self.binary,
+        spec = ThreadSpec("claude", MODELS["claude"], str(self.work), BRIEF)
+        env = engine_env(self.work, self.fake_url, self.binary)
+        args = claude_cli.command(
+            self.binary, spec, resume=None, fork_at=None, new_session=self.session
         )
-        args = _cli.command(self.binary, spec, resume=None, fork_at=None, new_session=self.session)
-        self.process = await _cli.spawn(
-            args, cwd=str(self.work), state_dir=config, env=_cli.environment(config, env)
+        self.process = await _child.spawn(
+            args, cwd=str(self.work), state_dir=config, env=claude_cli.environment(config, env)
         )
 
     async def turn(self, text: str) -> float:
@@ -115,7 +133,7 @@ class Direct:
         assert process is not None
         assert process.stdout is not None
         started = time.perf_counter()
-        await _cli.write(process, _cli.user_line(text, self.session))
+        await claude_cli.write(process, claude_cli.user_line(text, self.session))
         while True:
             raw = await asyncio.wait_for(process.stdout.readline(), TURN_TIMEOUT)
             if not raw:
@@ -134,13 +152,68 @@ class Direct:
 
     async def close(self) -> None:
         if self.process is not None:
-            await _cli.stop(self.process)
+            await _child.stop(self.process)
+
+
+class DirectCodex:
+    """``codex app-server`` on its own, with the engine's generated ``CODEX_HOME``."""
+
+    def __init__(self, binary: str, work: Path, fake_url: str) -> None:
+        self.binary = binary
+        self.work = work
+        self.fake_url = fake_url
+        self.server: AppServer | None = None
+        self.thread = ""
+
+    async def start(self) -> None:
+        home = self.work / "direct-codex"
+        spec = ThreadSpec("codex", MODELS["codex"], str(self.work), BRIEF)
+        env = engine_env(self.work, self.fake_url, self.binary)
+        await asyncio.to_thread(codex_cli.prepare_home, self.binary, spec, env, home)
+        process = await _child.spawn(
+            codex_cli.command(self.binary),
+            cwd=str(self.work),
+            state_dir=home,
+            env=codex_cli.environment(home, env),
+        )
+        self.server = AppServer(process)
+        await self.server.initialize()
+        started = await self.server.request(
+            "thread/start",
+            {"cwd": str(self.work), "approvalPolicy": "never", "sandbox": "danger-full-access"},
+        )
+        self.thread = started["thread"]["id"]
+
+    async def turn(self, text: str) -> float:
+        """Seconds from sending ``turn/start`` to reading its ``turn/completed``."""
+        server = self.server
+        assert server is not None
+        started = time.perf_counter()
+        begun = await server.request(
+            "turn/start",
+            {"threadId": self.thread, "input": [{"type": "text", "text": text}]},
+        )
+        turn = begun["turn"]["id"]
+        while True:
+            note = await asyncio.wait_for(server.next_notification(), TURN_TIMEOUT)
+            params = note.get("params") or {}
+            if note.get("method") == "turn/completed" and params["turn"]["id"] == turn:
+                elapsed = time.perf_counter() - started
+                if params["turn"]["status"] != "completed":
+                    msg = f"the direct turn ended {params['turn']}"
+                    raise RuntimeError(msg)
+                return elapsed
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await self.server.close()
 
 
 class ThroughDaemon:
-    """A ``claude`` thread of a real daemon, driven over its HTTP API."""
+    """A thread of a real daemon on the given engine, driven over its HTTP API."""
 
-    def __init__(self, binary: str, work: Path, fake_url: str) -> None:
+    def __init__(self, engine: str, binary: str, work: Path, fake_url: str) -> None:
+        self.engine = engine
         home = work / "home"
         home.mkdir()
         self.work = work / "thread"
@@ -150,7 +223,8 @@ class ThroughDaemon:
             fake_url,
             extra_env={
                 "CONDENSATE_CLAUDE_BINARY": binary,
-                "CONDENSATE_MODEL_WINDOWS": json.dumps({MODEL: WINDOW}),
+                "CONDENSATE_CODEX_BINARY": binary,
+                "CONDENSATE_MODEL_WINDOWS": json.dumps({MODELS[engine]: WINDOW}),
                 "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
             },
         )
@@ -166,7 +240,12 @@ class ThroughDaemon:
             self.daemon,
             "POST",
             "/threads",
-            {"engine": "claude", "model": MODEL, "cwd": str(self.work), "brief": BRIEF},
+            {
+                "engine": self.engine,
+                "model": MODELS[self.engine],
+                "cwd": str(self.work),
+                "brief": BRIEF,
+            },
         )
         if status != 201:
             msg = f"the daemon refused the thread: {created}"
@@ -209,10 +288,10 @@ class ThroughDaemon:
         self.daemon.close()
 
 
-async def measure(turns: int, work: Path, binary: str) -> dict[str, Any]:
+async def measure(engine: str, turns: int, work: Path, binary: str) -> dict[str, Any]:
     async with FakeModelServer(window=WINDOW) as fake, aiohttp.ClientSession() as session:
-        direct = Direct(binary, work, fake.url)
-        daemon = ThroughDaemon(binary, work, fake.url)
+        direct = (DirectClaude if engine == "claude" else DirectCodex)(binary, work, fake.url)
+        daemon = ThroughDaemon(engine, binary, work, fake.url)
         try:
             started = time.perf_counter()
             await direct.start()
@@ -227,7 +306,7 @@ async def measure(turns: int, work: Path, binary: str) -> dict[str, Any]:
         finally:
             await direct.close()
             await asyncio.to_thread(daemon.close)
-        requests = len([r for r in fake.requests if r.endpoint == "messages"])
+        requests = len([r for r in fake.requests if r.endpoint in ("messages", "responses")])
     ours, theirs = summary(daemon_s), summary(direct_s)
     return {
         "direct": {**theirs, "first_turn_ms": ms(direct_first)},
@@ -238,15 +317,16 @@ async def measure(turns: int, work: Path, binary: str) -> dict[str, Any]:
     }
 
 
-def run(turns: int) -> dict[str, Any]:
-    binary = _cli.resolve_binary(None)
-    with tempfile.TemporaryDirectory(prefix="condensate-claude-latency-") as tmp:
-        measured = asyncio.run(measure(turns, Path(tmp), binary))
+def run(engine: str, turns: int) -> dict[str, Any]:
+    binary = binary_of(engine)
+    with tempfile.TemporaryDirectory(prefix=f"condensate-{engine}-latency-") as tmp:
+        measured = asyncio.run(measure(engine, turns, Path(tmp), binary))
     return {
-        "benchmark": "claude_latency",
+        "benchmark": "cli_latency",
+        "engine": engine,
         "command": shlex.join(["python", *sys.argv]),
-        "machine": machine(binary),
-        "model": MODEL,
+        "machine": machine(engine, binary),
+        "model": MODELS[engine],
         "turns": turns,
         **measured,
     }
@@ -254,9 +334,10 @@ def run(turns: int) -> dict[str, Any]:
 
 def table(report: dict[str, Any]) -> str:
     d, c = report["direct"], report["condensate"]
+    engine = report["engine"]
     return "\n".join(
         [
-            f"claude_latency: {report['model']}; claude {report['machine']['claude']}; python "
+            f"cli_latency: {report['model']}; {engine} {report['machine'][engine]}; python "
             f"{report['machine']['python']}, {report['machine']['cpu_count']} cpus; "
             f"{report['command']}",
             "",
@@ -274,6 +355,7 @@ def table(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--engine", choices=sorted(MODELS), default="claude")
     parser.add_argument("--turns", type=int, default=TURNS, help="warm turns per side")
     args = parser.parse_args(argv)
     if args.turns < 1:
@@ -282,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         wrapper_class=structlog.make_filtering_bound_logger(30),
     )
-    report = run(args.turns)
+    report = run(args.engine, args.turns)
     print(json.dumps(report, indent=2) if args.json else table(report))
     return 0
 
