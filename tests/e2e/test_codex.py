@@ -277,3 +277,36 @@ async def test_a_summary_the_curator_cannot_write_fails_the_send(daemon, fake, w
     assert not [e for e in events if e["kind"] == "window"]
     assert not notices(events, "codex-compacted")
     check_pairs(daemon, thread)
+
+
+async def test_after_a_daemon_restart_the_thread_goes_on_from_its_window(daemon, fake, workdir):
+    """The daemon is killed between turns and started again: its app-server goes with it, and
+    the next turn starts a fresh Codex thread from the view rebuilt from the log, with the new
+    message after the window."""
+    fake.queue(shell("echo before-the-restart", text="Echoing."), Text("echoed"), model=MODEL)
+    async with aiohttp.ClientSession() as session:
+        thread = await start_codex_thread(session, daemon, workdir)
+        events = await turn_ended(session, daemon, thread)
+        app_server = started_pid(events)
+        daemon.kill()
+        deadline = time.monotonic() + 30
+        while await anyio.Path(f"/proc/{app_server}").exists():  # stdin closed with the daemon
+            assert time.monotonic() < deadline, "the app-server outlived its daemon"
+            await anyio.sleep(0.1)
+        daemon.start()
+        before = len(generations(fake))
+        fake.queue(Text("carrying on after the restart"), model=MODEL)
+        status, _ = await call(
+            session, daemon, "POST", f"/threads/{thread}/messages", {"text": "NEXT-STEP please"}
+        )
+        assert status == 202
+        events = await turn_ended(session, daemon, thread, events[-1]["seq"])
+
+    fresh = notices(events, "session-fresh")
+    assert fresh
+    assert fresh[-1]["session_id"] != notices(events, "session-started")[0]["session_id"]
+    request = generations(fake)[before]
+    (window,) = windows_in(request)
+    assert "before-the-restart" in json.dumps(window)
+    assert "NEXT-STEP please" in json.dumps(request.body["input"])
+    check_pairs(daemon, thread)
