@@ -19,7 +19,7 @@ import structlog
 from adapters import _child
 from adapters._texts import CONTINUE, ask_note, resumed
 from adapters.codex import _cli
-from adapters.codex._rpc import AppServer, AppServerExited
+from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
 from adapters.codex._translate import Responses, compacted, is_overflow, usage_of
 from condensate.engine import Checkpoint, EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.events import (
@@ -275,9 +275,39 @@ class CodexEngine:
                 if due and not interrupting and not self.responses.running:
                     check_due = False
                     interrupting = await self._mid_turn_check(ctx, read)
+                if not interrupting:
+                    await self._steer(ctx)
         except AppServerExited:
             read.how = "exited"
             return read
+
+    async def _steer(self, ctx: TurnContext) -> None:
+        """Human messages logged during the turn join it (``turn/steer``), as they would join
+        a native turn at its next call. One Codex cannot take stays for the next turn."""
+        view = ctx.view
+        texts = [
+            e.event.text
+            for e in view.entries
+            if e.seq > self.sent_upto and isinstance(e.event, UserMessage)
+        ]
+        if not texts:
+            return
+        assert self.server is not None
+        try:
+            await self.server.request(
+                "turn/steer",
+                {
+                    "threadId": self.codex_thread,
+                    "expectedTurnId": self.turn_id,
+                    "input": [{"type": "text", "text": "\n\n".join(texts), "text_elements": []}],
+                },
+            )
+        except AppServerExited:
+            raise
+        except AppServerError as exc:
+            log.info("codex_steer_refused", thread=ctx.thread_id, error=str(exc))
+            return
+        self.sent_upto = view.last_seq
 
     async def _mid_turn_check(self, ctx: TurnContext, read: _Read) -> bool:
         """Check between responses; interrupts the turn when it must end here. Says whether

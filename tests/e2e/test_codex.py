@@ -30,7 +30,7 @@ from condensate.testing.fake_model import (
     Usage,
 )
 from tests.e2e.conftest import CODEX
-from tests.e2e.log import check_pairs, notices, started_pid, turn_ended
+from tests.e2e.log import check_pairs, notices, started_pid, turn_ended, until
 from tests.integration.daemon import DaemonProcess, call, wait_for
 
 MODEL = "gpt-5.5"
@@ -309,4 +309,28 @@ async def test_after_a_daemon_restart_the_thread_goes_on_from_its_window(daemon,
     (window,) = windows_in(request)
     assert "before-the-restart" in json.dumps(window)
     assert "NEXT-STEP please" in json.dumps(request.body["input"])
+    check_pairs(daemon, thread)
+
+
+async def test_a_steer_during_a_turn_joins_it(daemon, fake, workdir):
+    """A human message posted while Codex runs a command reaches the model in the same turn
+    (``turn/steer``): the next request carries it, and no second turn is started for it."""
+    fake.queue(shell("sleep 2", text="Sleeping."), Text("saw the steer"), model=MODEL)
+    async with aiohttp.ClientSession() as session:
+        thread = await start_codex_thread(session, daemon, workdir)
+        await until(session, daemon, thread, lambda e: e["kind"] == "engine.notice")
+        deadline = time.monotonic() + 30
+        while len(generations(fake)) < 1:
+            assert time.monotonic() < deadline, "Codex never asked for its first reply"
+            await anyio.sleep(0.05)
+        status, _ = await call(
+            session, daemon, "POST", f"/threads/{thread}/messages", {"text": "STEER-MARKER stop"}
+        )
+        assert status == 202
+        events = await turn_ended(session, daemon, thread)
+
+    assert len([e for e in events if e["kind"] == "turn.started"]) == 1
+    assert [e for e in events if e["kind"] == "message.assistant"][-1]["text"] == "saw the steer"
+    second = generations(fake)[1]
+    assert "STEER-MARKER stop" in json.dumps(second.body["input"])
     check_pairs(daemon, thread)
