@@ -366,8 +366,14 @@ class CodexEngine:
             state_dir=self.codex_home,
             env=_cli.environment(self.codex_home, self.env),
         )
-        self.server = AppServer(process)
-        await self.server.initialize()
+        server = AppServer(process)
+        try:
+            await server.initialize()
+        except AppServerExited as exc:
+            await server.close()
+            msg = f"codex app-server exited as it started: {_child.stderr_tail(self.codex_home)}"
+            raise AppServerError(msg) from exc
+        self.server = server
         log.info("codex_started", thread=ctx.thread_id, pid=process.pid, codex=version)
         if self.codex_thread:
             await self.server.request(

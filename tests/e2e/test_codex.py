@@ -334,3 +334,56 @@ async def test_a_steer_during_a_turn_joins_it(daemon, fake, workdir):
     second = generations(fake)[1]
     assert "STEER-MARKER stop" in json.dumps(second.body["input"])
     check_pairs(daemon, thread)
+
+
+async def failed_turn(daemon: DaemonProcess, workdir: Path) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as session:
+        thread = await start_codex_thread(session, daemon, workdir)
+        events = await until(session, daemon, thread, lambda e: e["kind"] == "turn.ended")
+    return next(e for e in events if e["kind"] == "turn.ended")
+
+
+async def test_a_missing_codex_fails_the_turn_naming_what_to_install(tmp_path, fake, workdir):
+    """CONDENSATE_CODEX_BINARY names nothing: the turn fails with the install commands."""
+    daemon = start_daemon(tmp_path, fake, CONDENSATE_CODEX_BINARY=str(tmp_path / "no-codex"))
+    try:
+        ended = await failed_turn(daemon, workdir)
+    finally:
+        daemon.close()
+    assert ended["outcome"] == "failed"
+    assert "npm ci" in ended["reason"]
+    assert "@openai/codex@0.171.0" in ended["reason"]
+
+
+async def test_an_app_server_that_dies_at_start_fails_the_turn_with_its_stderr(
+    tmp_path, fake, workdir
+):
+    """A Codex whose app-server exits before answering ``initialize``: the turn fails with
+    what it wrote to stderr, and the next turn tries again rather than writing to the dead
+    process."""
+    script = tmp_path / "codex"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = app-server ]; then echo "APP-SERVER-BOOM" >&2; exit 3; fi\n'
+        f'exec "{CODEX}" "$@"\n'
+    )
+    script.chmod(0o755)
+    daemon = start_daemon(tmp_path, fake, CONDENSATE_CODEX_BINARY=str(script))
+    try:
+        ended = await failed_turn(daemon, workdir)
+        assert ended["outcome"] == "failed"
+        assert "exited as it started" in ended["reason"]
+        assert "APP-SERVER-BOOM" in ended["reason"]
+        async with aiohttp.ClientSession() as session:
+            thread = (await call(session, daemon, "GET", "/threads"))[1]["threads"][0]["id"]
+            status, _ = await call(
+                session, daemon, "POST", f"/threads/{thread}/messages", {"text": "again"}
+            )
+            assert status == 202
+            events = await until(
+                session, daemon, thread, lambda e: e["kind"] == "turn.ended", ended["seq"]
+            )
+        again = [e for e in events if e["kind"] == "turn.ended"][-1]
+        assert "APP-SERVER-BOOM" in again["reason"]
+    finally:
+        daemon.close()
