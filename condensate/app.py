@@ -21,7 +21,7 @@ import anyio
 import structlog
 from aiohttp import web
 
-from adapters import ENGINES
+from adapters import ENGINES, check_clis
 from condensate.curator import Curator
 from condensate.engine import Engines
 from condensate.meter import ModelWindow
@@ -36,6 +36,11 @@ log = structlog.get_logger()
 
 TOKEN_FILE = "token"  # noqa: S105 - a file name, not a secret
 DAEMON_FILE = "daemon.json"
+
+
+def engine_checks(settings: Settings) -> dict[str, str]:
+    """The CLI engines' versions and binaries, or why each cannot run."""
+    return check_clis(settings.claude_binary, settings.codex_binary)
 
 
 def ensure_token(home: Path) -> str:

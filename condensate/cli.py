@@ -19,7 +19,7 @@ import aiohttp
 import anyio
 
 from condensate import __version__
-from condensate.app import serve
+from condensate.app import engine_checks, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError
 from condensate.events import EVENT_TYPES, now_utc
@@ -53,6 +53,7 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
             "threads": len(log.thread_ids()),
             "tokenizer": counter.name,
             "event_kinds": len(EVENT_TYPES),
+            **engine_checks(settings),
         }
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)

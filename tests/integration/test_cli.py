@@ -72,9 +72,10 @@ def thread(daemon: DaemonProcess) -> str:
     return _new_thread(daemon, f"the shared brief {_marker()}")
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_")}
     env["CONDENSATE_HOME"] = str(home)
+    env.update(extra)
     return env
 
 
@@ -82,10 +83,15 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "condensate", *args]
 
 
-async def condensate(home: Path, *args: str, seconds: float = 30.0) -> tuple[int, str, str]:
-    """Runs ``condensate ARGS`` with CONDENSATE_HOME=home; its exit code, stdout and stderr."""
+async def condensate(
+    home: Path, *args: str, seconds: float = 30.0, **env: str
+) -> tuple[int, str, str]:
+    """Runs ``condensate ARGS`` with CONDENSATE_HOME=home (and ``env``); its exit code, stdout
+    and stderr."""
     with anyio.fail_after(seconds):
-        done = await anyio.run_process(_command(*args), cwd=REPO, env=_env(home), check=False)
+        done = await anyio.run_process(
+            _command(*args), cwd=REPO, env=_env(home, **env), check=False
+        )
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
@@ -288,6 +294,19 @@ async def test_doctor_works_without_a_daemon(tmp_path: Path) -> None:
     assert data["threads"] == 0
     assert data["version"]
     assert (tmp_path / "condensate.db").exists()
+
+
+async def test_doctor_names_each_cli_engines_version_or_why_it_cannot_run(tmp_path: Path) -> None:
+    """`doctor` shows the pinned claude and codex it found, and for a configured CLI that does
+    not exist, why that engine cannot run and what to install."""
+    code, out, err = await condensate(
+        tmp_path, "doctor", "--json", CONDENSATE_CODEX_BINARY=str(tmp_path / "no-codex")
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["claude"].startswith("2.1.332 (")
+    assert data["codex"].startswith("unavailable: CONDENSATE_CODEX_BINARY=")
+    assert "npm ci" in data["codex"]
 
 
 async def test_no_daemon_says_to_start_one(tmp_path: Path) -> None:
