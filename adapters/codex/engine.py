@@ -344,7 +344,8 @@ class CodexEngine:
         server, self.server = self.server, None
         returncode = None
         if server is not None:
-            returncode = await server.process.wait()
+            await server.close()  # its stdout closed; make sure the process is gone too
+            returncode = server.process.returncode
         await self._notice(
             ctx,
             "cli-exited",
