@@ -23,6 +23,7 @@ switched off (a counter that returns 0), with tiktoken alone, and with tiktoken'
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -51,6 +52,7 @@ from condensate.curator import Curator
 from condensate.engine import ThreadSpec
 from condensate.events import Event, ToolResult, now_utc
 from condensate.meter import ModelWindow
+from condensate.projector import Projection
 from condensate.prompt import to_messages
 from condensate.providers import ModelClient, make_client
 from condensate.providers.anthropic import AnthropicClient
@@ -113,6 +115,28 @@ class TimedClient:
             self.ends.append(time.perf_counter())
 
 
+@dataclass
+class FullCollections:
+    """When the garbage collector's full (generation 2) collections ran: they stop the whole
+    process, daemon and fake alike, for as long as the heap is large."""
+
+    pauses: list[tuple[float, float]] = field(default_factory=list)
+    started: float | None = None
+
+    def seen(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self.started = time.perf_counter()
+        elif self.started is not None:
+            self.pauses.append((self.started, time.perf_counter()))
+            self.started = None
+
+    def during(self, start: float, end: float) -> list[float]:
+        """The lengths of the collections that overlapped ``start``..``end``."""
+        return [b - a for a, b in self.pauses if a < end and start < b]
+
+
 async def per_call(calls: int, work: Path) -> dict[str, Any]:
     rng = random.Random(SEED)
     (work / "notes.py").write_text(search_output(rng, 1_000))
@@ -128,6 +152,8 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
             tool_seconds.append(time.perf_counter() - started)
 
     engine_globals["run_tool"] = timed_run_tool  # the benchmark times the tool the engine runs
+    collections = FullCollections()
+    gc.callbacks.append(collections.seen)  # the whole process shares one heap with the fake
     try:
         async with FakeModelServer(window=1_000_000) as fake, aiohttp.ClientSession() as session:
             settings = Settings(
@@ -159,19 +185,11 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
                 await thread.turn_done.wait()
             log.close()
             view = thread.projection
-            build: list[float] = []
-            for _ in range(20):
-                started = time.perf_counter()
-                to_messages(view)
-                build.append(time.perf_counter() - started)
-            direct_client = AnthropicClient(fake.url, "bench", session=session)
-            direct: list[float] = []
-            for request in timed.requests:
-                started = time.perf_counter()
-                await direct_client.complete(request)
-                direct.append(time.perf_counter() - started)
+            build = time_to_messages(view)
+            direct = await time_directly(AnthropicClient(fake.url, "bench", session=session), timed)
     finally:
         engine_globals["run_tool"] = real_run_tool
+        gc.callbacks.remove(collections.seen)
     model = [e - s for s, e in zip(timed.starts, timed.ends, strict=True)]
     daemon: list[float] = []
     added: list[float] = []
@@ -181,6 +199,12 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
         between.append(gap)
         daemon.append(gap + model[k])
         added.append(gap + model[k] - direct[k])
+    untouched = [
+        added[k - 1]
+        for k in range(1, len(timed.ends))
+        if not collections.during(timed.ends[k - 1], timed.ends[k])
+    ]
+    in_run = collections.during(timed.starts[0], timed.ends[-1])
     return {
         "calls": len(timed.requests),
         "tool_runs": len(tool_seconds),
@@ -191,6 +215,9 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
         "median_ms": ms(statistics.median(added)),
         "p99_ms": ms(percentile(added, 0.99)),
         "mean_ms": ms(statistics.fmean(added)),
+        "full_gc_during_run": len(in_run),
+        "full_gc_max_ms": ms(max(in_run, default=0.0)),
+        "p99_ms_calls_without_full_gc": ms(percentile(untouched, 0.99)),
         "daemon_between_calls_median_ms": ms(statistics.median(between)),
         "daemon_between_calls_p99_ms": ms(percentile(between, 0.99)),
         "model_call_in_daemon_median_ms": ms(statistics.median(model[1:])),
@@ -200,6 +227,25 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
         "to_messages_final_view_ms": ms(statistics.median(build)),
         "final_view_entries": len(view.entries),
     }
+
+
+def time_to_messages(view: Projection) -> list[float]:
+    build: list[float] = []
+    for _ in range(20):
+        started = time.perf_counter()
+        to_messages(view)
+        build.append(time.perf_counter() - started)
+    return build
+
+
+async def time_directly(client: ModelClient, timed: TimedClient) -> list[float]:
+    """Every request the engine sent, sent again straight to the fake, each timed."""
+    direct: list[float] = []
+    for request in timed.requests:
+        started = time.perf_counter()
+        await client.complete(request)
+        direct.append(time.perf_counter() - started)
+    return direct
 
 
 def fake_prompt(request: Request) -> int:
@@ -218,9 +264,11 @@ class ZeroCounter:
         return 0
 
 
-def tool_results(n: int) -> list[Event]:
+def tool_results(n: int, distinct: int = 50) -> list[Event]:
+    """``n`` results whose outputs cycle through ``distinct`` texts (each with its own last line):
+    with ``distinct`` = ``n`` no text repeats, the worst case for remembered token counts."""
     rng = random.Random(SEED)
-    pool = [search_output(rng, 1_080) for _ in range(50)]
+    pool = [search_output(rng, 1_080) for _ in range(distinct)]
     return [
         ToolResult(
             at=now_utc(),
@@ -263,11 +311,20 @@ def appends(n: int, work: Path) -> dict[str, Any]:
         for size in (1, BATCH):
             kind = "single" if size == 1 else "batch"
             with EventLog.open(work / f"{label}-{kind}.db") as log:
-                out[f"{kind}_per_s_{label}"] = round(_rate(_appender(log, events, size, chosen), n))
-    out["tiktoken_count_per_s"] = round(_rate(lambda: [count_event(e, counter) for e in events], n))
+                appender = _appender(log, events, size, fresh_counter(chosen))
+                out[f"{kind}_per_s_{label}"] = round(_rate(appender, n))
+    unique = tool_results(n, distinct=n)
+    with EventLog.open(work / "counted-batch-unique.db") as log:
+        out["batch_per_s_counted_unique"] = round(
+            _rate(_appender(log, unique, BATCH, fresh_counter(counter)), n)
+        )
+    out["counter_per_s"] = round(_rate(lambda: [count_event(e, counter) for e in events], n))
     if isinstance(counter, TiktokenCounter):
         encoding = counter.encoding
         texts = [e.output for e in events if isinstance(e, ToolResult)]
+        out["tiktoken_count_per_s"] = round(
+            _rate(lambda: [encoding.encode_ordinary(t) for t in texts], n)  # type: ignore[attr-defined]
+        )
         out["tiktoken_batch_count_per_s"] = round(
             _rate(
                 lambda: [
@@ -279,6 +336,13 @@ def appends(n: int, work: Path) -> dict[str, Any]:
         )
     out["sustained_per_s"] = out["batch_per_s_counted"]
     return out
+
+
+def fresh_counter(counter: Counter) -> Counter:
+    """A fresh counter of the same encoding, with nothing remembered from earlier measures."""
+    if isinstance(counter, TiktokenCounter):
+        return TiktokenCounter(counter.encoding, counter.name)
+    return counter
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -315,6 +379,9 @@ def table(report: dict[str, Any]) -> str:
             f"per native model call ({c['calls']} calls): added median {c['median_ms']} ms, "
             f"p99 {c['p99_ms']} ms (target <= {t['median_ms_max']} ms: "
             f"{'met' if t['median_met'] else 'MISSED'})",
+            f"  {c['full_gc_during_run']} full collections during the run (longest "
+            f"{c['full_gc_max_ms']} ms); p99 of the calls none overlapped "
+            f"{c['p99_ms_calls_without_full_gc']} ms",
             f"  daemon between calls median {c['daemon_between_calls_median_ms']} ms; model call "
             f"in daemon {c['model_call_in_daemon_median_ms']} ms, direct "
             f"{c['direct_call_median_ms']} ms; tool {c['tool_median_ms']} ms",
@@ -322,9 +389,12 @@ def table(report: dict[str, Any]) -> str:
             f"single {a['single_per_s_counted']:,}/s, batches of {a['batch']} "
             f"{a['batch_per_s_counted']:,}/s (target >= {t['appends_per_s_min']:,}/s: "
             f"{'met' if t['appends_met'] else 'MISSED'})",
-            f"  without counting: single {a['single_per_s_uncounted']:,}/s, batch "
-            f"{a['batch_per_s_uncounted']:,}/s; tiktoken alone {a['tiktoken_count_per_s']:,}/s, "
-            f"encode_ordinary_batch {a.get('tiktoken_batch_count_per_s', 0):,}/s",
+            f"  batches of never-seen text {a['batch_per_s_counted_unique']:,}/s; without "
+            f"counting: single {a['single_per_s_uncounted']:,}/s, batch "
+            f"{a['batch_per_s_uncounted']:,}/s",
+            f"  counter {a['counter_per_s']:,}/s; tiktoken alone "
+            f"{a.get('tiktoken_count_per_s', 0):,}/s, encode_ordinary_batch "
+            f"{a.get('tiktoken_batch_count_per_s', 0):,}/s",
         ]
     )
 
