@@ -209,7 +209,7 @@ class EventLog:
         if not self._lock.acquire(blocking=wait):
             return None
         try:
-            with self._transaction(action) as connection:
+            with self._transaction(action, wait=wait) as connection:
                 first = _last_seq(connection, thread_id) + 1
                 connection.execute(_INSERT_THREAD, (thread_id, now_utc().isoformat()))
                 connection.executemany(
@@ -220,6 +220,8 @@ class EventLog:
                     ],
                 )
             self._count_written(sum(len(r.body) for r in rows))
+        except _Busy:
+            return None  # another process holds SQLite's write lock: the caller falls back
         finally:
             self._lock.release()
         return [
@@ -364,13 +366,13 @@ class EventLog:
                 raise EventLogError(msg) from exc
 
     @contextlib.contextmanager
-    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
-        """One write transaction; the caller holds ``_lock``."""
+    def _transaction(self, action: str, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction; the caller holds ``_lock``. Without ``wait``, ``_Busy`` when
+        another process holds SQLite's write lock, instead of waiting up to the busy timeout
+        (the caller is an event loop, and falls back to a worker thread)."""
         connection = self._open_connection()
         try:
-            # IMMEDIATE takes the write lock up front, so the max(seq) read inside the
-            # transaction cannot be raced by another process.
-            connection.execute("BEGIN IMMEDIATE")
+            _begin(connection, wait=wait)
             try:
                 yield connection
                 connection.execute("COMMIT")
@@ -382,6 +384,27 @@ class EventLog:
         except sqlite3.Error as exc:
             msg = f"Could not {action} in the event log at {str(self.path)!r}: {exc}."
             raise EventLogError(msg) from exc
+
+
+class _Busy(Exception):
+    """Another process holds SQLite's write lock, and the caller would rather not wait."""
+
+
+def _begin(connection: sqlite3.Connection, *, wait: bool) -> None:
+    # IMMEDIATE takes the write lock up front, so the max(seq) read inside the transaction
+    # cannot be raced by another process.
+    if wait:
+        connection.execute("BEGIN IMMEDIATE")
+        return
+    connection.execute("PRAGMA busy_timeout = 0")
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY:
+            raise _Busy from exc
+        raise
+    finally:
+        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 class _Checkpointer:

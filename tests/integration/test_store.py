@@ -728,3 +728,24 @@ def test_append_now_on_a_free_log_appends_like_append(log: EventLog) -> None:
     assert [s.seq for s in stored] == [2, 3]
     assert [s.seq for s in log.tail("t").events] == [1, 2, 3]
     assert log.read("t", 3).tokens == stored[1].tokens
+
+
+def test_append_now_does_not_wait_for_another_process_holding_the_write_lock(
+    log: EventLog,
+) -> None:
+    """Another connection (another process's) holds SQLite's write lock: append_now returns
+    None at once instead of waiting out the busy timeout, and append waits and writes."""
+    log.append("t", UserMessage(at=AT, text="first"))
+    other = sqlite3.connect(log.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        assert log.append_now("t", UserMessage(at=AT, text="second")) is None
+        assert time.monotonic() - started < 1.0
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert log.last_seq("t") == 1
+    stored = log.append_now("t", UserMessage(at=AT, text="third"))
+    assert stored is not None
+    assert stored[0].seq == 2
