@@ -2,7 +2,8 @@
 
 **Per call.** A real runtime (the embedded SQLite log, the projector, meter, planner and the
 native engine from ``adapters``) runs one native turn of N model calls against the fake model
-server in the same process; each call reads a ~300-token file. The client is wrapped to time
+server, which runs in a process of its own as a provider would (its request log and its
+garbage collections are not the daemon's); each call reads a ~300-token file. The client is wrapped to time
 each model call, and the read tool to time each tool run. The daemon's time for call k is the
 wall time from the end of call k-1 to the end of call k, less the tool's own time: it covers
 appending the usage, the reply and the tool result (token counting and SQLite), folding them
@@ -23,6 +24,7 @@ switched off (a counter that returns 0), with tiktoken alone, and with tiktoken'
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -30,10 +32,11 @@ import platform
 import random
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +63,7 @@ from condensate.providers.types import Completion, Request
 from condensate.runtime import Runtime
 from condensate.settings import Settings
 from condensate.store import EventLog
-from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from condensate.testing.fake_model import Call, Text, ToolCalls, reply_to_json
 from condensate.tokens import Counter, TiktokenCounter, count_event, counter_for
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -115,10 +118,35 @@ class TimedClient:
             self.ends.append(time.perf_counter())
 
 
+@contextlib.asynccontextmanager
+async def fake_process(window: int) -> AsyncIterator[str]:
+    """The fake model server in a process of its own, as a provider is: its heap (it keeps
+    every request it answered) and its garbage collections are not the daemon's. Its URL."""
+    command = [sys.executable, "-m", "condensate.testing.fake_model", "--window", str(window)]
+    async with await anyio.open_process(command, stderr=subprocess.DEVNULL) as process:
+        assert process.stdout is not None
+        url = ""
+        async for chunk in process.stdout:
+            url += chunk.decode()
+            if "\n" in url:
+                break
+        try:
+            yield url.strip()
+        finally:
+            process.terminate()
+            await process.wait()
+
+
+async def queue_replies(session: aiohttp.ClientSession, url: str, replies: list[Any]) -> None:
+    body = {"model": None, "replies": [reply_to_json(r) for r in replies]}
+    async with session.post(f"{url}/_fake/queue", json=body) as response:
+        response.raise_for_status()
+
+
 @dataclass
 class FullCollections:
     """When the garbage collector's full (generation 2) collections ran: they stop the whole
-    process, daemon and fake alike, for as long as the heap is large."""
+    daemon process for as long as its heap is large."""
 
     pauses: list[tuple[float, float]] = field(default_factory=list)
     started: float | None = None
@@ -153,12 +181,12 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
 
     engine_globals["run_tool"] = timed_run_tool  # the benchmark times the tool the engine runs
     collections = FullCollections()
-    gc.callbacks.append(collections.seen)  # the whole process shares one heap with the fake
+    gc.callbacks.append(collections.seen)
     try:
-        async with FakeModelServer(window=1_000_000) as fake, aiohttp.ClientSession() as session:
+        async with fake_process(1_000_000) as fake_url, aiohttp.ClientSession() as session:
             settings = Settings(
                 home=work / "home",
-                anthropic_base_url=fake.url,
+                anthropic_base_url=fake_url,
                 anthropic_api_key="bench",
                 model_windows={MODEL: 1_000_000},
             )
@@ -174,9 +202,13 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
             log = EventLog.open(settings.db_path)
             curator = Curator(settings.curator(), client_for, session)
             runtime = Runtime(settings, log, ENGINES, curator, client_for, window_for)
-            fake.queue(
-                *[ToolCalls([Call("read", {"path": "notes.py"})]) for _ in range(calls - 1)],
-                Text("done"),
+            await queue_replies(
+                session,
+                fake_url,
+                [
+                    *[ToolCalls([Call("read", {"path": "notes.py"})]) for _ in range(calls - 1)],
+                    Text("done"),
+                ],
             )
             async with anyio.create_task_group() as tasks:
                 runtime.bind(tasks)
@@ -186,7 +218,7 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
             log.close()
             view = thread.projection
             build = time_to_messages(view)
-            direct = await time_directly(AnthropicClient(fake.url, "bench", session=session), timed)
+            direct = await time_directly(AnthropicClient(fake_url, "bench", session=session), timed)
     finally:
         engine_globals["run_tool"] = real_run_tool
         gc.callbacks.remove(collections.seen)
