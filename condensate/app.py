@@ -27,6 +27,7 @@ from condensate.engine import Engines
 from condensate.meter import ModelWindow
 from condensate.providers import ModelClient, make_client, parse_model
 from condensate.providers.windows import resolve_window
+from condensate.recovery import recover
 from condensate.runtime import Runtime
 from condensate.server import Guard, make_app
 from condensate.settings import Settings
@@ -117,7 +118,7 @@ async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterat
         try:
             async with anyio.create_task_group() as tasks:
                 runtime.bind(tasks)
-                await runtime.recover()
+                await recover(runtime)
                 guard = Guard(token, allowed_hosts(settings, port))
                 runner = web.AppRunner(make_app(runtime, guard), access_log=None)
                 await runner.setup()

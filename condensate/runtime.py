@@ -1,10 +1,9 @@
-"""The runtime: threads, their turns, window checks, asks and queued compactions.
+"""The runtime: threads, their turns, window checks and children.
 
 Every change goes through ``append``: the event is written to the log, then folded into the
-thread's in-memory projection, so the view in memory is always the log's view. After a restart
-``recover`` rebuilds each thread from its snapshot and log, reports a turn the restart cut off
-(closing any tool batch it left open), and resumes that turn. Background work (turns, ask
-deadlines) runs in the runtime's task group.
+thread's in-memory projection, so the view in memory is always the log's view. Background work
+(turns, ask deadlines) runs in the runtime's task group. Asks and queued compactions are in
+``condensate.asks``; rebuilding threads after a restart in ``condensate.recovery``.
 """
 
 from __future__ import annotations
@@ -13,13 +12,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any, Literal
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from condensate import asks
 from condensate import planner as planning
 from condensate.curator import Curator, Miss, carry_out
 from condensate.engine import (
@@ -32,16 +31,12 @@ from condensate.engine import (
 )
 from condensate.errors import CondensateError, Refused
 from condensate.events import (
-    AskAnswered,
-    AskOpened,
     ChildJoined,
     ChildSpawned,
-    CompactionRequested,
     Event,
     Stored,
     SystemLine,
     ThreadCreated,
-    ToolResult,
     TurnEnded,
     TurnStarted,
     UserMessage,
@@ -50,11 +45,9 @@ from condensate.events import (
 )
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Ask, Cut, HoldBack, PlannerSettings, Proceed, Stop
-from condensate.preview import Preview, preview
 from condensate.projector import Projection
 from condensate.providers import ModelClient
-from condensate.queries import last_text, open_calls, spec_of, unanswered_input
-from condensate.rebuild import rebuild
+from condensate.queries import last_text, unanswered_input
 from condensate.settings import Settings
 from condensate.store import EventLog
 from condensate.tokens import counter_for, model_text
@@ -119,7 +112,7 @@ class Runtime:
         """Background work (turns, ask deadlines) runs in ``tasks``."""
         self._tasks = tasks
 
-    def _spawn_task(self, fn: Callable[..., Any], *args: Any, name: str) -> None:
+    def spawn_task(self, fn: Callable[..., Any], *args: Any, name: str) -> None:
         if self._tasks is None:
             msg = "The runtime was not bound to a task group."
             raise CondensateError(msg)
@@ -240,7 +233,7 @@ class Runtime:
             return
         thread.running = True
         thread.turn_done = anyio.Event()
-        self._spawn_task(self._turn, thread, cause, name=f"turn {thread.thread_id}")
+        self.spawn_task(self._turn, thread, cause, name=f"turn {thread.thread_id}")
 
     async def _turn(
         self, thread: Thread, cause: Literal["human", "child", "resume", "queued"]
@@ -286,7 +279,7 @@ class Runtime:
                         )
                     return Checkpoint(usage, taken)
                 case Ask():
-                    await self._open_ask(thread, decision)
+                    await asks.open_ask(self, thread, decision)
                     return Checkpoint(usage, taken)
                 case Stop(reason=reason):
                     await self.append(
@@ -335,110 +328,6 @@ class Runtime:
         )
         return stored.event
 
-    # -- asks and queued compactions -----------------------------------------------------------
-
-    async def _open_ask(self, thread: Thread, ask: Ask) -> None:
-        event = AskOpened(
-            at=self.clock(),
-            ask_id=f"ask-{uuid.uuid4().hex[:8]}",
-            deadline=ask.deadline,
-            used=ask.usage.used,
-            line=ask.usage.line,
-            seat="main",
-        )
-        await self.append(thread, event)
-        self._spawn_task(self._ask_deadline, thread, event, name=f"ask {event.ask_id}")
-
-    async def _ask_deadline(self, thread: Thread, ask: AskOpened) -> None:
-        """Nobody answered in time: the runtime cuts on its own curator summary."""
-        await anyio.sleep(max((ask.deadline - self.clock()).total_seconds(), 0))
-        current = thread.projection.ask
-        if current is None or current.ask_id != ask.ask_id:
-            return
-        async with thread.lock:
-            done = await self.checkpoint(thread)
-        if done.window is not None:
-            await thread.engine.apply_window(done.window, thread.projection)
-
-    def compaction(self, thread: Thread) -> dict[str, Any]:
-        """The pending ask, any requested compaction, and a preview of a cut."""
-        view = thread.projection
-        usage = self.usage(thread)
-        shown: Preview = preview(view, usage, self.planner_settings)
-        return {
-            "ask": None if view.ask is None else view.ask.model_dump(mode="json"),
-            "requested": None
-            if view.requested is None
-            else {
-                "seq": view.requested.seq,
-                "mode": view.requested.mode,
-                "by": view.requested.by,
-                "keepFrom": view.requested.keep_from,
-                "summary": view.requested.summary,
-            },
-            "preview": shown.as_json(),
-            "usage": {"used": usage.used, "line": usage.line, "ceiling": usage.ceiling},
-        }
-
-    async def answer(
-        self,
-        thread: Thread,
-        *,
-        mode: Literal["summary", "microcompact", "decline"],
-        by: Literal["thread", "operator"],
-        keep_from: int | None = None,
-        summary: str | None = None,
-        reason: str = "",
-        seat: str | None = None,
-    ) -> Stored:
-        """Answer the pending ask, or with nothing pending queue a compaction."""
-        if len(thread.seats) > 1 and seat is None:
-            raise Refused(
-                code="seat-required",
-                detail="This thread has more than one session; say which with 'seat'.",
-                status=400,
-            )
-        if seat is not None and seat not in thread.seats:
-            raise Refused(
-                code="unknown-seat",
-                detail=f"Thread {thread.thread_id} has no seat {seat!r}.",
-                status=404,
-            )
-        async with thread.lock:
-            ask = thread.projection.ask
-            if ask is not None:
-                (stored,) = await self.append(
-                    thread,
-                    AskAnswered(
-                        at=self.clock(),
-                        ask_id=ask.ask_id,
-                        mode=mode,
-                        by=by,
-                        summary=summary,
-                        keep_from=keep_from,
-                        reason=reason,
-                        seat=seat,
-                    ),
-                )
-            elif mode == "decline":
-                raise Refused(
-                    code="nothing-pending", detail="There is no pending ask to decline.", status=409
-                )
-            else:
-                (stored,) = await self.append(
-                    thread,
-                    CompactionRequested(
-                        at=self.clock(),
-                        mode=mode,
-                        by=by,
-                        summary=summary,
-                        keep_from=keep_from,
-                        reason=reason,
-                        seat=seat,
-                    ),
-                )
-        return stored
-
     # -- children -------------------------------------------------------------------------
 
     async def spawn_child(self, parent: Thread, brief: str, call_id: str, model: str | None) -> str:
@@ -474,62 +363,3 @@ class Runtime:
             parent, ChildJoined(at=self.clock(), child_id=child_id, result=result, call_id=call_id)
         )
         return result
-
-    # -- restart --------------------------------------------------------------------------
-
-    async def recover(self) -> list[str]:
-        """Rebuild every thread from the log; report and resume turns a restart cut off."""
-        resumed: list[str] = []
-        for thread_id in await anyio.to_thread.run_sync(self.log.thread_ids):
-            projection = await anyio.to_thread.run_sync(partial(rebuild, self.log, thread_id))
-            created = await anyio.to_thread.run_sync(partial(self.log.read, thread_id, 1))
-            if not isinstance(created.event, ThreadCreated):
-                continue
-            spec = spec_of(created.event, projection)
-            if spec.engine not in self.engines:
-                log.warning("thread_engine_unavailable", thread=thread_id, engine=spec.engine)
-                continue
-            thread = Thread(
-                thread_id,
-                spec,
-                projection,
-                await self.window_for(spec.model),
-                self.engines[spec.engine](spec, self.engine_env(thread_id)),
-            )
-            thread.seats["main"] = ""
-            thread.snapshot_at = projection.last_seq
-            self.threads[thread_id] = thread
-            if await self._close_cut_off_turn(thread):
-                resumed.append(thread_id)
-                self.start_turn(thread, "resume")
-        log.info("runtime_recovered", threads=len(self.threads), resumed=len(resumed))
-        return resumed
-
-    async def _close_cut_off_turn(self, thread: Thread) -> bool:
-        """Report a turn a kill left open (closing its open tool batch) and say whether to
-        resume it; a turn SIGTERM stopped was already reported."""
-        view = thread.projection
-        if not view.turn_open:
-            return view.last_turn_reason == STOPPED_BY_DAEMON
-        events: list[Event] = [
-            ToolResult(
-                at=self.clock(),
-                call_id=call_id,
-                tool=tool,
-                argument="",
-                output="Interrupted: the daemon stopped before this call finished; it "
-                "may have run in part. Check its effect before relying on it.",
-                is_error=True,
-            )
-            for call_id, tool in open_calls(thread.projection)
-        ]
-        events += [
-            TurnEnded(at=self.clock(), outcome="interrupted", reason=STOPPED_BY_DAEMON),
-            SystemLine(
-                at=self.clock(),
-                code="turn-interrupted",
-                text="The daemon restarted during this turn; it resumes from the log.",
-            ),
-        ]
-        await self.append(thread, events)
-        return True

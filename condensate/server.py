@@ -19,7 +19,7 @@ import structlog
 from aiohttp import web
 from pydantic import ValidationError
 
-from condensate import __version__
+from condensate import __version__, asks
 from condensate.api import CompactAnswer, CreateThread, SendMessage, openapi_document
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, Refused
@@ -227,14 +227,15 @@ async def tail(request: web.Request) -> web.Response:
 
 async def get_compact(request: web.Request) -> web.Response:
     thread = _thread(request)
-    return web.json_response(request.app[RUNTIME].compaction(thread))
+    return web.json_response(asks.compaction(request.app[RUNTIME], thread))
 
 
 async def post_compact(request: web.Request) -> web.Response:
     thread = _thread(request)
     body = CompactAnswer.model_validate(await _json(request))
     seat = body.seat or request.query.get("seat")
-    stored = await request.app[RUNTIME].answer(
+    stored = await asks.answer(
+        request.app[RUNTIME],
         thread,
         mode=body.mode,
         by=body.by,

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from adapters import ENGINES
+from condensate import asks
 from condensate.curator import Curator
 from condensate.engine import ThreadSpec
 from condensate.errors import Refused
@@ -72,8 +73,10 @@ async def test_a_thread_with_several_sessions_needs_a_seat(tmp_path):
         thread = await idle_thread(runtime, tmp_path)
         thread.seats["second"] = "session-b"
         with pytest.raises(Refused) as refused:
-            await runtime.answer(thread, mode="microcompact", by="operator")
-        stored = await runtime.answer(thread, mode="microcompact", by="operator", seat="second")
+            await asks.answer(runtime, thread, mode="microcompact", by="operator")
+        stored = await asks.answer(
+            runtime, thread, mode="microcompact", by="operator", seat="second"
+        )
     assert refused.value.code == "seat-required"
     assert stored.event.kind == "compaction.requested"
     assert stored.event.seat == "second"
@@ -84,7 +87,7 @@ async def test_an_unknown_seat_is_refused(tmp_path):
     async with running(tmp_path) as runtime:
         thread = await idle_thread(runtime, tmp_path)
         with pytest.raises(Refused) as refused:
-            await runtime.answer(thread, mode="summary", by="operator", seat="nope")
+            await asks.answer(runtime, thread, mode="summary", by="operator", seat="nope")
     assert (refused.value.code, refused.value.status) == ("unknown-seat", 404)
 
 

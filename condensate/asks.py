@@ -1,0 +1,126 @@
+"""Asks and queued compactions: opening an ask when a head crosses its line, cutting on the
+curator's summary when nobody answers by the deadline, answering (by the thread or an
+operator) or queueing a compaction, and what ``GET /threads/:id/compact`` shows."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from condensate.errors import Refused
+from condensate.events import AskAnswered, AskOpened, CompactionRequested, Stored
+from condensate.planner import Ask
+from condensate.preview import Preview, preview
+
+if TYPE_CHECKING:
+    from condensate.runtime import Runtime, Thread
+
+
+async def open_ask(runtime: Runtime, thread: Thread, ask: Ask) -> None:
+    """Log the ask; its deadline runs in the runtime's task group."""
+    event = AskOpened(
+        at=runtime.clock(),
+        ask_id=f"ask-{uuid.uuid4().hex[:8]}",
+        deadline=ask.deadline,
+        used=ask.usage.used,
+        line=ask.usage.line,
+        seat="main",
+    )
+    await runtime.append(thread, event)
+    runtime.spawn_task(ask_deadline, runtime, thread, event, name=f"ask {event.ask_id}")
+
+
+async def ask_deadline(runtime: Runtime, thread: Thread, ask: AskOpened) -> None:
+    """Nobody answered in time: the runtime cuts on its own curator summary, and the engine
+    applies the window its own way."""
+    await anyio.sleep(max((ask.deadline - runtime.clock()).total_seconds(), 0))
+    current = thread.projection.ask
+    if current is None or current.ask_id != ask.ask_id:
+        return
+    async with thread.lock:
+        done = await runtime.checkpoint(thread)
+    if done.window is not None:
+        await thread.engine.apply_window(done.window, thread.projection)
+
+
+def compaction(runtime: Runtime, thread: Thread) -> dict[str, Any]:
+    """The pending ask, any requested compaction, and a preview of a cut."""
+    view = thread.projection
+    usage = runtime.usage(thread)
+    shown: Preview = preview(view, usage, runtime.planner_settings)
+    return {
+        "ask": None if view.ask is None else view.ask.model_dump(mode="json"),
+        "requested": None
+        if view.requested is None
+        else {
+            "seq": view.requested.seq,
+            "mode": view.requested.mode,
+            "by": view.requested.by,
+            "keepFrom": view.requested.keep_from,
+            "summary": view.requested.summary,
+        },
+        "preview": shown.as_json(),
+        "usage": {"used": usage.used, "line": usage.line, "ceiling": usage.ceiling},
+    }
+
+
+async def answer(
+    runtime: Runtime,
+    thread: Thread,
+    *,
+    mode: Literal["summary", "microcompact", "decline"],
+    by: Literal["thread", "operator"],
+    keep_from: int | None = None,
+    summary: str | None = None,
+    reason: str = "",
+    seat: str | None = None,
+) -> Stored:
+    """Answer the pending ask, or with nothing pending queue a compaction."""
+    if len(thread.seats) > 1 and seat is None:
+        raise Refused(
+            code="seat-required",
+            detail="This thread has more than one session; say which with 'seat'.",
+            status=400,
+        )
+    if seat is not None and seat not in thread.seats:
+        raise Refused(
+            code="unknown-seat",
+            detail=f"Thread {thread.thread_id} has no seat {seat!r}.",
+            status=404,
+        )
+    async with thread.lock:
+        ask = thread.projection.ask
+        if ask is not None:
+            (stored,) = await runtime.append(
+                thread,
+                AskAnswered(
+                    at=runtime.clock(),
+                    ask_id=ask.ask_id,
+                    mode=mode,
+                    by=by,
+                    summary=summary,
+                    keep_from=keep_from,
+                    reason=reason,
+                    seat=seat,
+                ),
+            )
+        elif mode == "decline":
+            raise Refused(
+                code="nothing-pending", detail="There is no pending ask to decline.", status=409
+            )
+        else:
+            (stored,) = await runtime.append(
+                thread,
+                CompactionRequested(
+                    at=runtime.clock(),
+                    mode=mode,
+                    by=by,
+                    summary=summary,
+                    keep_from=keep_from,
+                    reason=reason,
+                    seat=seat,
+                ),
+            )
+    return stored

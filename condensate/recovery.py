@@ -1,0 +1,76 @@
+"""After a restart: every thread rebuilt from its snapshot and log, and a turn the restart cut
+off reported (closing any tool batch it left open) and resumed."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import anyio
+import structlog
+
+from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded
+from condensate.queries import open_calls, spec_of
+from condensate.rebuild import rebuild
+from condensate.runtime import STOPPED_BY_DAEMON, Runtime, Thread
+
+log = structlog.get_logger()
+
+
+async def recover(runtime: Runtime) -> list[str]:
+    """Rebuild every thread from the log; report and resume turns a restart cut off. The ids
+    of the threads resumed."""
+    resumed: list[str] = []
+    for thread_id in await anyio.to_thread.run_sync(runtime.log.thread_ids):
+        projection = await anyio.to_thread.run_sync(partial(rebuild, runtime.log, thread_id))
+        created = await anyio.to_thread.run_sync(partial(runtime.log.read, thread_id, 1))
+        if not isinstance(created.event, ThreadCreated):
+            continue
+        spec = spec_of(created.event, projection)
+        if spec.engine not in runtime.engines:
+            log.warning("thread_engine_unavailable", thread=thread_id, engine=spec.engine)
+            continue
+        thread = Thread(
+            thread_id,
+            spec,
+            projection,
+            await runtime.window_for(spec.model),
+            runtime.engines[spec.engine](spec, runtime.engine_env(thread_id)),
+        )
+        thread.seats["main"] = ""
+        thread.snapshot_at = projection.last_seq
+        runtime.threads[thread_id] = thread
+        if await close_cut_off_turn(runtime, thread):
+            resumed.append(thread_id)
+            runtime.start_turn(thread, "resume")
+    log.info("runtime_recovered", threads=len(runtime.threads), resumed=len(resumed))
+    return resumed
+
+
+async def close_cut_off_turn(runtime: Runtime, thread: Thread) -> bool:
+    """Report a turn a kill left open (closing its open tool batch) and say whether to resume
+    it; a turn SIGTERM stopped was already reported."""
+    view = thread.projection
+    if not view.turn_open:
+        return view.last_turn_reason == STOPPED_BY_DAEMON
+    events: list[Event] = [
+        ToolResult(
+            at=runtime.clock(),
+            call_id=call_id,
+            tool=tool,
+            argument="",
+            output="Interrupted: the daemon stopped before this call finished; it "
+            "may have run in part. Check its effect before relying on it.",
+            is_error=True,
+        )
+        for call_id, tool in open_calls(thread.projection)
+    ]
+    events += [
+        TurnEnded(at=runtime.clock(), outcome="interrupted", reason=STOPPED_BY_DAEMON),
+        SystemLine(
+            at=runtime.clock(),
+            code="turn-interrupted",
+            text="The daemon restarted during this turn; it resumes from the log.",
+        ),
+    ]
+    await runtime.append(thread, events)
+    return True
