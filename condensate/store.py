@@ -1,9 +1,11 @@
 """The append-only SQLite event log: one file holds every thread's events, snapshots and ids.
 
-This module owns the schema, the per-thread ``seq`` and each event's stored token count; it
-is the only one that imports ``sqlite3``. Synchronous: async callers reach it through a
-worker thread, or for a small append through ``append_now``, which never waits for the lock.
-Rows never change: triggers refuse UPDATE, DELETE and REPLACE on every table.
+This module owns the per-thread ``seq``, each event's stored token count and the encoding of
+rows; ``store_schema`` holds the schema and how a connection is prepared, ``store_wal`` the
+background WAL checkpoints. Together they are the only modules that write SQLite. Synchronous:
+async callers reach it through a worker thread, or for a small append through ``append_now``,
+which never waits for the lock. Rows never change: triggers refuse UPDATE, DELETE and REPLACE
+on every table.
 """
 
 from __future__ import annotations
@@ -20,65 +22,28 @@ from typing import Any, Self
 
 from condensate.errors import EventLogError, EventNotFound, UnknownEventVersion
 from condensate.events import Event, SnapshotTaken, Stored, decode, encode, now_utc
+from condensate.store_schema import BACKSTOP_PAGES, BUSY_TIMEOUT_MS, SCHEMA_VERSION, prepare
+from condensate.store_wal import Checkpointer
 from condensate.tokens import Counter, count_event, counter_for
+
+__all__ = [
+    "BACKSTOP_PAGES",
+    "BUSY_TIMEOUT_MS",
+    "CHECKPOINT_BYTES",
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "REPLAY_CHUNK",
+    "SCHEMA_VERSION",
+    "EventLog",
+    "Snapshot",
+    "TailPage",
+]
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
 REPLAY_CHUNK = 2000
-BUSY_TIMEOUT_MS = 5000
-SCHEMA_VERSION = 1
 CHECKPOINT_BYTES = 4_000_000
 """Bytes written between two background WAL checkpoints (SQLite's own default is 1000 pages)."""
-BACKSTOP_PAGES = 20_000
-"""The writer checkpoints by itself past this WAL size, should the background one fall behind."""
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS events (
-        thread_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        kind TEXT NOT NULL,
-        v INTEGER NOT NULL,
-        at TEXT NOT NULL,
-        tokens INTEGER NOT NULL,
-        body TEXT NOT NULL,
-        PRIMARY KEY (thread_id, seq)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS snapshots (
-        thread_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        upto INTEGER NOT NULL,
-        state TEXT NOT NULL,
-        PRIMARY KEY (thread_id, seq)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS threads (
-        thread_id TEXT NOT NULL PRIMARY KEY,
-        created_at TEXT NOT NULL
-    ) WITHOUT ROWID""",
-    """CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
-    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
-    """CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
-    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
-    """CREATE TRIGGER IF NOT EXISTS snapshots_no_update BEFORE UPDATE ON snapshots
-    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
-    """CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
-    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
-    # INSERT OR REPLACE deletes the old row without firing DELETE triggers (unless a
-    # connection turns on recursive_triggers), so a duplicate key is refused on insert too.
-    """CREATE TRIGGER IF NOT EXISTS events_no_replace BEFORE INSERT ON events
-    WHEN EXISTS (SELECT 1 FROM events WHERE thread_id = NEW.thread_id AND seq = NEW.seq)
-    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
-    """CREATE TRIGGER IF NOT EXISTS snapshots_no_replace BEFORE INSERT ON snapshots
-    WHEN EXISTS (SELECT 1 FROM snapshots WHERE thread_id = NEW.thread_id AND seq = NEW.seq)
-    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
-    # IGNORE rather than ABORT, so that append's INSERT OR IGNORE keeps working.
-    """CREATE TRIGGER IF NOT EXISTS threads_no_replace BEFORE INSERT ON threads
-    WHEN EXISTS (SELECT 1 FROM threads WHERE thread_id = NEW.thread_id)
-    BEGIN SELECT RAISE(IGNORE); END""",
-    """CREATE TRIGGER IF NOT EXISTS threads_no_update BEFORE UPDATE ON threads
-    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
-    """CREATE TRIGGER IF NOT EXISTS threads_no_delete BEFORE DELETE ON threads
-    BEGIN SELECT RAISE(ABORT, 'append-only'); END""",
-)
 
 _INSERT_EVENT = (
     "INSERT INTO events (thread_id, seq, kind, v, at, tokens, body) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -125,7 +90,7 @@ class EventLog:
         self.counter = counter
         self._connection: sqlite3.Connection | None = connection
         self._lock = threading.Lock()
-        self._checkpointer = _Checkpointer(path)
+        self._checkpointer = Checkpointer(path)
         self._written = 0
 
     @classmethod
@@ -142,7 +107,7 @@ class EventLog:
             msg = f"Could not open the event log at {str(path)!r}: {exc}."
             raise EventLogError(msg) from exc
         try:
-            _prepare(connection, path)
+            prepare(connection, path)
         except BaseException:
             connection.close()
             raise
@@ -405,87 +370,6 @@ def _begin(connection: sqlite3.Connection, *, wait: bool) -> None:
         raise
     finally:
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-
-
-class _Checkpointer:
-    """Copies the WAL into the database file on its own thread and connection, so that no
-    append's COMMIT waits for a checkpoint and its fsync. Started at the first request."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._wake = threading.Event()
-        self._closing = False
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def request(self) -> None:
-        with self._lock:
-            if self._closing:
-                return
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="condensate-wal-checkpoint", daemon=True
-                )
-                self._thread.start()
-        self._wake.set()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closing = True
-            thread = self._thread
-        self._wake.set()
-        if thread is not None:
-            thread.join()
-
-    def _run(self) -> None:
-        try:
-            connection = sqlite3.connect(self._path, isolation_level=None)
-        except sqlite3.Error:
-            return  # the writer's own checkpoints (BACKSTOP_PAGES) still bound the WAL
-        try:
-            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._closing:
-                    return
-                # PASSIVE never blocks a writer; what it cannot copy now, the next one will.
-                with contextlib.suppress(sqlite3.Error):
-                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        finally:
-            connection.close()
-
-
-def _prepare(connection: sqlite3.Connection, path: Path) -> None:
-    try:
-        # busy_timeout first, so switching to WAL waits for other openers instead of failing.
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            msg = f"The event log at {str(path)!r} could not switch to WAL mode (it is {mode!r})."
-            raise EventLogError(msg)
-        connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            version = int(connection.execute("PRAGMA user_version").fetchone()[0])
-            if version > SCHEMA_VERSION:
-                msg = (
-                    f"The event log at {str(path)!r} has schema version {version}; "
-                    f"this Condensate knows up to {SCHEMA_VERSION}."
-                )
-                raise EventLogError(msg)
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            connection.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                connection.execute("ROLLBACK")
-            raise
-    except sqlite3.Error as exc:
-        msg = f"Could not prepare the event log at {str(path)!r}: {exc}."
-        raise EventLogError(msg) from exc
 
 
 def _check_thread_id(thread_id: str) -> None:
