@@ -4,10 +4,11 @@
 native engine from ``adapters``) runs one native turn of N model calls against the fake model
 server, which runs in a process of its own as a provider would (its request log and its
 garbage collections are not the daemon's); each call reads a ~300-token file. The client is
-wrapped to time each model call, and the read tool to time each tool run. The daemon's time for call k is the
-wall time from the end of call k-1 to the end of call k, less the tool's own time: it covers
-appending the usage, the reply and the tool result (token counting and SQLite), folding them
-into the view, the window check and building the request, plus the HTTP call itself. Every
+wrapped to time each model call, and the read tool to time each tool run. The daemon's time
+for call k is the wall time from the end of call k-1 to the end of call k, less the tool's own
+time: it covers appending the usage, the reply and the tool result (token counting and
+SQLite), folding them into the view, the window check and building the request, plus the HTTP
+call itself. Every
 request the engine sent is then sent again, directly, to the same fake, and timed. Added
 latency per call = the daemon's time for the call less the direct call's time.
 
