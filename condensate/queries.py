@@ -1,5 +1,6 @@
-"""Questions the runtime asks of a thread's view: its open tool calls, its last reply, its spec,
-and whether a human message still waits for an answer. Pure: no I/O."""
+"""Questions the runtime and the engines ask of a thread's view: its open tool calls, its last
+reply, its spec, the human messages since a point, and whether one still waits for an answer.
+Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ def open_calls(view: Projection) -> list[tuple[str, str]]:
         if isinstance(entry.event, AssistantMessage):
             calls += [(c.id, c.name) for c in entry.event.tool_calls if c.id not in answered]
     return calls
+
+
+def human_since(view: Projection, seq: int) -> list[str]:
+    """The texts of the human messages in the view after ``seq``, oldest first; read from the
+    end, so asking often costs only what arrived since."""
+    texts: list[str] = []
+    for entry in reversed(view.entries):
+        if entry.seq <= seq:
+            break
+        if isinstance(entry.event, UserMessage):
+            texts.append(entry.event.text)
+    return texts[::-1]
 
 
 def last_text(view: Projection) -> str:

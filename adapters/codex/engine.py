@@ -21,13 +21,13 @@ from adapters._texts import CONTINUE, ask_note, resumed
 from adapters.codex import _cli
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
 from adapters.codex._translate import Responses, compacted, is_overflow, usage_of
+from condensate import queries
 from condensate.engine import Checkpoint, EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.events import (
     AssistantMessage,
     EngineNotice,
     ModelRefused,
     SystemLine,
-    UserMessage,
     Window,
 )
 from condensate.projector import Projection
@@ -123,7 +123,7 @@ class CodexEngine:
         for _ in range(MAX_THREADS_PER_TURN):
             await self._ensure_server(ctx)
             read = await self._read_turn(ctx, await self._with_ask(ctx, message))
-            last_text = _last_text(ctx.view) or last_text
+            last_text = queries.last_text(ctx.view) or last_text
             if read.how == "exited":
                 await self._crashed(ctx)
                 if crashed:
@@ -192,11 +192,7 @@ class CodexEngine:
             await self._new_thread(ctx, with_window=True)
         elif not self.codex_thread:
             await self._new_thread(ctx, with_window=False)
-        texts = [
-            e.event.text
-            for e in ctx.view.entries
-            if e.seq > self.sent_upto and isinstance(e.event, UserMessage)
-        ]
+        texts = queries.human_since(ctx.view, self.sent_upto)
         self.sent_upto = ctx.view.last_seq
         return "\n\n".join(texts) or CONTINUE
 
@@ -285,11 +281,7 @@ class CodexEngine:
         """Human messages logged during the turn join it (``turn/steer``), as they would join
         a native turn at its next call. One Codex cannot take stays for the next turn."""
         view = ctx.view
-        texts = [
-            e.event.text
-            for e in view.entries
-            if e.seq > self.sent_upto and isinstance(e.event, UserMessage)
-        ]
+        texts = queries.human_since(view, self.sent_upto)
         if not texts:
             return
         assert self.server is not None
@@ -444,13 +436,6 @@ class CodexEngine:
 
 def _has_history(view: Projection) -> bool:
     return any(isinstance(e.event, AssistantMessage) for e in view.entries)
-
-
-def _last_text(view: Projection) -> str:
-    for entry in reversed(view.entries):
-        if isinstance(entry.event, AssistantMessage) and entry.event.text:
-            return entry.event.text
-    return ""
 
 
 def _missed(reason: str) -> str:
