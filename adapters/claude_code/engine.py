@@ -35,10 +35,10 @@ from condensate.events import (
     ModelUsage,
     SystemLine,
     ToolResult,
-    UserMessage,
     Window,
 )
 from condensate.projector import Projection
+from condensate.queries import human_since
 from condensate.render import render_window
 
 log = structlog.get_logger()
@@ -234,11 +234,7 @@ class ClaudeCodeEngine:
         if self.process is None and self.next_start == "first" and _has_history(view):
             self.next_start = "fresh"
             return self._window_message(ctx)
-        texts = [
-            e.event.text
-            for e in view.entries
-            if e.seq > self.sent_upto and isinstance(e.event, UserMessage)
-        ]
+        texts = human_since(view, self.sent_upto)
         self.sent_upto = view.last_seq
         return "\n\n".join(texts) or "Continue."
 
