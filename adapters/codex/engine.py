@@ -411,7 +411,12 @@ class CodexEngine:
             )
             self.sent_upto = ctx.view.last_seq
         notice = "session-fresh" if with_window else "session-started"
-        await self._notice(ctx, notice, f"pid={self.server.pid}", previous=previous)
+        detail = f"pid={self.server.pid}"
+        if self.spec.tools:
+            # Said on every thread start so the log shows it wherever someone reads.
+            detail += f" (the thread's tools, {', '.join(self.spec.tools)}, are not applied: "
+            detail += "Codex keeps its own tool set)"
+        await self._notice(ctx, notice, detail, previous=previous)
 
     async def _notice(
         self, ctx: TurnContext, notice: str, detail: str, previous: str | None = None

@@ -387,3 +387,29 @@ async def test_an_app_server_that_dies_at_start_fails_the_turn_with_its_stderr(
         assert "APP-SERVER-BOOM" in again["reason"]
     finally:
         daemon.close()
+
+
+async def test_a_tools_list_is_said_not_to_apply(daemon, fake, workdir):
+    """Codex keeps its own tool set: a thread created with a tools list says, in its session
+    notice, that the list is not applied."""
+    fake.queue(Text("hello"), model=MODEL)
+    async with aiohttp.ClientSession() as session:
+        status, created = await call(
+            session,
+            daemon,
+            "POST",
+            "/threads",
+            {
+                "engine": "codex",
+                "model": f"openai:{MODEL}",
+                "cwd": str(workdir),
+                "brief": BRIEF,
+                "tools": ["Read", "Bash"],
+            },
+        )
+        assert status == 201, created
+        events = await turn_ended(session, daemon, created["id"])
+    started = notices(events, "session-started")[0]
+    assert "Read, Bash" in started["detail"]
+    assert "not applied" in started["detail"]
+    assert started_pid(events) > 0
