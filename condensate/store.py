@@ -113,6 +113,32 @@ class EventLog:
             raise
         return cls(path, connection, counter or counter_for(""))
 
+    @classmethod
+    def open_read_only(cls, path: Path) -> EventLog:
+        """Open an existing log only to read it (a replay of someone's log must not change
+        the file, nor create one): refused when ``path`` is no Condensate log of a version
+        this Condensate knows. Appends raise EventLogError."""
+        try:
+            connection = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+            )
+            version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+            tables = {
+                str(row[0])
+                for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        except sqlite3.Error as exc:
+            msg = f"Could not open {str(path)!r} as a Condensate log: {exc}."
+            raise EventLogError(msg) from exc
+        if not 1 <= version <= SCHEMA_VERSION or not {"events", "threads"} <= tables:
+            connection.close()
+            msg = (
+                f"{str(path)!r} is not a Condensate log this version can read (schema version "
+                f"{version}, tables {sorted(tables)})."
+            )
+            raise EventLogError(msg)
+        return cls(path, connection, counter_for(""))
+
     def close(self) -> None:
         """Close the connection; later calls raise EventLogError. Closing twice is harmless."""
         # The checkpointer goes first, so that the writer's connection is the last one and

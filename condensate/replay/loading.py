@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from condensate.errors import CondensateError
+from condensate.errors import CondensateError, EventLogError
 from condensate.events import (
     EVENT_TYPES,
     AssistantMessage,
@@ -30,6 +29,7 @@ from condensate.events import (
     decode,
 )
 from condensate.replay.recording import _EPOCH, DEFAULT_BASELINE, Recording, from_events
+from condensate.store import EventLog
 from condensate.tokens import count_event, counter_for
 
 ARGUMENT_CHARS = 120
@@ -87,35 +87,23 @@ def _strip(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_sqlite(path: Path, thread: str | None) -> Recording:
-    uri = f"file:{path}?mode=ro"
+    """A thread of a Condensate log (the one with the most events unless named), opened read
+    only: replaying a log never changes it."""
     try:
-        connection = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as exc:
-        msg = f"Could not open {path} as a Condensate log: {exc}."
-        raise CondensateError(msg) from exc
-    try:
-        if thread is None:
-            row = connection.execute(
-                "SELECT thread_id FROM events GROUP BY thread_id ORDER BY COUNT(*) DESC LIMIT 1"
-            ).fetchone()
-            if row is None:
-                msg = f"{path} holds no threads."
-                raise CondensateError(msg)
-            thread = str(row[0])
-        rows = connection.execute(
-            "SELECT body FROM events WHERE thread_id = ? ORDER BY seq", (thread,)
-        ).fetchall()
-    except sqlite3.Error as exc:
-        msg = f"Could not read {path} as a Condensate log: {exc}."
-        raise CondensateError(msg) from exc
-    finally:
-        connection.close()
-    if not rows:
+        with EventLog.open_read_only(path) as log:
+            if thread is None:
+                sizes = {t: log.last_seq(t) for t in log.thread_ids()}
+                if not sizes:
+                    msg = f"{path} holds no threads."
+                    raise CondensateError(msg)
+                thread = max(sizes, key=lambda t: sizes[t])
+            events = [stored.event for stored in log.replay(thread)]
+    except EventLogError as exc:
+        raise CondensateError(str(exc)) from exc
+    if not events:
         msg = f"{path} has no thread {thread!r}."
         raise CondensateError(msg)
-    return from_events(
-        f"{path.name}:{thread}", "condensate", (decode(json.loads(r[0])) for r in rows)
-    )
+    return from_events(f"{path.name}:{thread}", "condensate", events)
 
 
 def _at(line: Mapping[str, Any], fallback: datetime) -> datetime:

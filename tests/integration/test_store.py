@@ -749,3 +749,35 @@ def test_append_now_does_not_wait_for_another_process_holding_the_write_lock(
     stored = log.append_now("t", UserMessage(at=AT, text="third"))
     assert stored is not None
     assert stored[0].seq == 2
+
+
+# Reading someone's log
+
+
+def test_a_log_opened_read_only_is_read_and_never_written(tmp_path: Path) -> None:
+    """open_read_only replays what the log holds and refuses an append, leaving the file as
+    it was."""
+    path = tmp_path / "condensate.db"
+    with EventLog.open(path) as writer:
+        writer.append("t", [UserMessage(at=AT, text="a"), UserMessage(at=AT, text="b")])
+    before = path.read_bytes()
+    with EventLog.open_read_only(path) as reader:
+        assert [s.event.text for s in reader.replay("t")] == ["a", "b"]  # type: ignore[union-attr]
+        with pytest.raises(EventLogError, match="readonly"):
+            reader.append("t", UserMessage(at=AT, text="c"))
+    assert path.read_bytes() == before
+
+
+def test_a_file_that_is_no_condensate_log_is_refused_read_only(tmp_path: Path) -> None:
+    """Another SQLite file is refused, naming what it holds, and gains no tables."""
+    path = tmp_path / "other.db"
+    other = sqlite3.connect(path)
+    other.execute("CREATE TABLE notes (x TEXT)")
+    other.commit()
+    other.close()
+    with pytest.raises(EventLogError, match="not a Condensate log"):
+        EventLog.open_read_only(path)
+    check = sqlite3.connect(path)
+    tables = [r[0] for r in check.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    check.close()
+    assert tables == ["notes"]
