@@ -18,6 +18,8 @@ import aiohttp
 import anyio
 import pytest
 
+from condensate.events import ToolResult, UserMessage
+from condensate.replay import ReplayConfig, load, replay
 from condensate.testing.fake_model import (
     Call,
     Fail,
@@ -413,3 +415,30 @@ async def test_a_tools_list_is_said_not_to_apply(daemon, fake, workdir):
     assert "Read, Bash" in started["detail"]
     assert "not applied" in started["detail"]
     assert started_pid(events) > 0
+
+
+async def test_the_rollout_codex_wrote_replays(daemon, fake, workdir):
+    """The rollout the real Codex wrote for a thread loads into ``condensate replay``: the
+    human message, each command with its result (a failing one as an error), and a replay
+    whose retention checks pass."""
+    fake.queue(
+        shell("echo ROLLOUT-ONE", text="First."),
+        shell("ls /no-such-dir-here", text="Second."),
+        Text("done with both"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_codex_thread(session, daemon, workdir)
+        await turn_ended(session, daemon, thread)
+    daemon.close()  # the app-server flushes its rollout as it exits
+    (rollout,) = (daemon.home / "codex" / thread / "sessions").rglob("rollout-*.jsonl")
+
+    recording = load(rollout)
+    assert recording.source == "codex"
+    assert BRIEF in [e.text for e in recording.events if isinstance(e, UserMessage)]
+    results = [e for e in recording.events if isinstance(e, ToolResult)]
+    assert [r.is_error for r in results] == [False, True]
+    assert "ROLLOUT-ONE" in results[0].output
+    report = await replay(recording, ReplayConfig(window=WINDOW, policies=("condensate",)))
+    assert report.results["condensate"].retention.passed
+    assert report.results["condensate"].calls == recording.model_calls == 3
