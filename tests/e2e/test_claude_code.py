@@ -16,6 +16,8 @@ import aiohttp
 import anyio
 import pytest
 
+from condensate.events import ToolResult, UserMessage
+from condensate.replay import ReplayConfig, load, replay
 from condensate.testing.fake_model import (
     Call,
     FakeModelServer,
@@ -201,3 +203,31 @@ async def test_a_killed_cli_is_resumed_on_the_same_session(daemon, fake, workdir
     assert BRIEF in body
     assert "one-before-the-kill" in body
     check_pairs(daemon, thread)
+
+
+async def test_the_transcript_claude_code_wrote_replays(daemon, fake, workdir):
+    """The session transcript the real CLI wrote for a thread loads into ``condensate
+    replay``: the brief, each command with its result (a failing one as an error), and a
+    replay whose retention checks pass."""
+    fake.queue(
+        bash("echo TRANSCRIPT-ONE", text="First."),
+        bash("ls /no-such-dir-here", text="Second."),
+        Text("done with both"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_claude_thread(session, daemon, workdir)
+        events = await turn_ended(session, daemon, thread)
+    session_id = notices(events, "session-started")[0]["session_id"]
+    daemon.close()
+    (transcript,) = (daemon.home / "claude" / thread / "projects").rglob(f"{session_id}.jsonl")
+
+    recording = load(transcript)
+    assert recording.source == "claude"
+    assert any(BRIEF in e.text for e in recording.events if isinstance(e, UserMessage))
+    results = [e for e in recording.events if isinstance(e, ToolResult)]
+    assert [r.is_error for r in results] == [False, True]
+    assert "TRANSCRIPT-ONE" in results[0].output
+    report = await replay(recording, ReplayConfig(window=200_000, policies=("condensate",)))
+    assert report.results["condensate"].retention.passed
+    assert report.results["condensate"].calls == recording.model_calls == 3
