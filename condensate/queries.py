@@ -41,6 +41,11 @@ def human_since(view: Projection, seq: int) -> list[str]:
     return texts[::-1]
 
 
+def has_history(view: Projection) -> bool:
+    """The model has replied at least once in the view."""
+    return any(isinstance(e.event, AssistantMessage) for e in view.entries)
+
+
 def last_text(view: Projection) -> str:
     """The text of the latest assistant reply that has any: a child's answer to its parent."""
     for entry in reversed(view.entries):

@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Literal
 
 import structlog
 
-from adapters._texts import CONTINUE, ask_note, resumed
+from adapters._asks import AskTeller
+from adapters._texts import CONTINUE, resumed
 from adapters.claude_code import _cli
 from adapters.claude_code._translate import (
     Replies,
@@ -28,7 +29,6 @@ from adapters.claude_code._translate import (
 )
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.events import (
-    AssistantMessage,
     EngineNotice,
     Event,
     ModelRefused,
@@ -38,7 +38,7 @@ from condensate.events import (
     Window,
 )
 from condensate.projector import Projection
-from condensate.queries import human_since
+from condensate.queries import has_history, human_since
 from condensate.render import render_window
 
 log = structlog.get_logger()
@@ -88,8 +88,7 @@ class ClaudeCodeEngine:
         boundary."""
         self.replies = Replies()
         self._requests = 0
-        self.told_ask: str | None = None
-        """The last ask the head was told about."""
+        self.asks = AskTeller("claude")
         self.in_turn = False
         self.prestarted = False
         """``apply_window`` outside a turn already started the new session's process; the
@@ -154,7 +153,15 @@ class ClaudeCodeEngine:
         for _ in range(MAX_RESTARTS_PER_TURN):
             if self.process is None:
                 await self._start(ctx)
-            await self._send_user(await self._with_ask(ctx, message))
+            await self._send_user(
+                await self.asks.tell(
+                    ctx,
+                    message,
+                    fallback="Continue.",
+                    where="its next user line",
+                    session_id=self.session_id,
+                )
+            )
             read = await self._read_turn(ctx)
             if read.how == "exited":
                 await self._close_open_calls(ctx, "the Claude Code process exited")
@@ -215,7 +222,7 @@ class ClaudeCodeEngine:
                 detail += f" ({result.get('terminal_reason')}): {reason}"[:500]
                 await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail))
                 return TurnOutcome("failed", detail, last_text)
-            if self._untold_ask(ctx):
+            if self.asks.untold(ctx):
                 # The ask opened during the turn: tell the head now, in a follow-up line.
                 message = ""
                 continue
@@ -231,7 +238,7 @@ class ClaudeCodeEngine:
         engine without a session over a view with history (a daemon restart) starts a fresh
         session with the view rendered as a window."""
         view = ctx.view
-        if self.process is None and self.next_start == "first" and _has_history(view):
+        if self.process is None and self.next_start == "first" and has_history(view):
             self.next_start = "fresh"
             return self._window_message(ctx)
         texts = human_since(view, self.sent_upto)
@@ -260,29 +267,6 @@ class ClaudeCodeEngine:
             await self._end_process()
             self.next_start = self._fork_or_fresh(forced=forced)
         return self._window_message(ctx)
-
-    def _untold_ask(self, ctx: TurnContext) -> bool:
-        ask = ctx.view.ask
-        return ask is not None and ask.ask_id != self.told_ask
-
-    async def _with_ask(self, ctx: TurnContext, message: str) -> str:
-        """``message``, with the pending ask appended the first time the head hears of it."""
-        ask = ctx.view.ask
-        if ask is None or ask.ask_id == self.told_ask:
-            return message or "Continue."
-        self.told_ask = ask.ask_id
-        note = ask_note(ask)
-        await ctx.append(
-            EngineNotice(
-                at=ctx.now(),
-                engine="claude",
-                notice="ask-delivered",
-                detail=f"{ask.ask_id} told to the head in its next user line",
-                seat="main",
-                session_id=self.session_id or None,
-            )
-        )
-        return f"{message}\n\n{note}" if message else note
 
     # -- the process ----------------------------------------------------------------------
 
@@ -478,7 +462,3 @@ class ClaudeCodeEngine:
         events = self.replies.interrupted(why, ctx.now)
         if events:
             await ctx.append(events)
-
-
-def _has_history(view: Projection) -> bool:
-    return any(isinstance(e.event, AssistantMessage) for e in view.entries)

@@ -17,14 +17,14 @@ from typing import Any, ClassVar, Literal
 import structlog
 
 from adapters import _child
-from adapters._texts import CONTINUE, ask_note, resumed
+from adapters._asks import AskTeller
+from adapters._texts import CONTINUE, resumed
 from adapters.codex import _cli
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
 from adapters.codex._translate import Responses, compacted, is_overflow, usage_of
 from condensate import queries
 from condensate.engine import Checkpoint, EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.events import (
-    AssistantMessage,
     EngineNotice,
     ModelRefused,
     SystemLine,
@@ -78,7 +78,9 @@ class CodexEngine:
         self.window_pending = False
         """A window was taken outside the engine's check (an ask's deadline): apply it at the
         next boundary."""
-        self.told_ask: str | None = None
+        self.asks = AskTeller("codex")
+        self.steer_checked = 0
+        """The view held no human message after ``sent_upto`` up to this seq."""
         self.in_turn = False
         self._lock = asyncio.Lock()
         self._ctx: TurnContext | None = None
@@ -122,7 +124,12 @@ class CodexEngine:
         last_text = ""
         for _ in range(MAX_THREADS_PER_TURN):
             await self._ensure_server(ctx)
-            read = await self._read_turn(ctx, await self._with_ask(ctx, message))
+            read = await self._read_turn(
+                ctx,
+                await self.asks.tell(
+                    ctx, message, fallback=CONTINUE, where="its input", session_id=self.codex_thread
+                ),
+            )
             last_text = queries.last_text(ctx.view) or last_text
             if read.how == "exited":
                 await self._crashed(ctx)
@@ -167,7 +174,7 @@ class CodexEngine:
             after = await self._check(ctx)
             if after is not None and after.window is not None:
                 await self._new_thread(ctx, with_window=True)
-            if self._untold_ask(ctx):
+            if self.asks.untold(ctx):
                 message = ""  # the ask opened during the turn: tell the head in a follow-up
                 continue
             return TurnOutcome("completed", "", last_text)
@@ -188,7 +195,7 @@ class CodexEngine:
             if check.window is not None:
                 self.window_pending = True
         await self._ensure_server(ctx)
-        if self.window_pending or (not self.codex_thread and _has_history(ctx.view)):
+        if self.window_pending or (not self.codex_thread and queries.has_history(ctx.view)):
             await self._new_thread(ctx, with_window=True)
         elif not self.codex_thread:
             await self._new_thread(ctx, with_window=False)
@@ -201,20 +208,6 @@ class CodexEngine:
         if not self.env.codex_windowing:
             return None
         return await ctx.checkpoint()
-
-    def _untold_ask(self, ctx: TurnContext) -> bool:
-        ask = ctx.view.ask
-        return ask is not None and ask.ask_id != self.told_ask
-
-    async def _with_ask(self, ctx: TurnContext, message: str) -> str:
-        """``message``, with the pending ask added the first time the head hears of it."""
-        ask = ctx.view.ask
-        if ask is None or ask.ask_id == self.told_ask:
-            return message or CONTINUE
-        self.told_ask = ask.ask_id
-        await self._notice(ctx, "ask-delivered", f"{ask.ask_id} told to the head in its input")
-        note = ask_note(ask)
-        return f"{message}\n\n{note}" if message else note
 
     # -- reading a turn -------------------------------------------------------------------
 
@@ -281,8 +274,9 @@ class CodexEngine:
         """Human messages logged during the turn join it (``turn/steer``), as they would join
         a native turn at its next call. One Codex cannot take stays for the next turn."""
         view = ctx.view
-        texts = queries.human_since(view, self.sent_upto)
+        texts = queries.human_since(view, max(self.sent_upto, self.steer_checked))
         if not texts:
+            self.steer_checked = view.last_seq  # the next notification reads only what is new
             return
         assert self.server is not None
         try:
@@ -437,10 +431,6 @@ class CodexEngine:
         server, self.server = self.server, None
         if server is not None:
             await server.close()
-
-
-def _has_history(view: Projection) -> bool:
-    return any(isinstance(e.event, AssistantMessage) for e in view.entries)
 
 
 def _missed(reason: str) -> str:
