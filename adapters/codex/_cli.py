@@ -29,7 +29,7 @@ CLI = _child.PinnedCli(
 )
 PROVIDER = "condensate"
 """The model provider the generated config defines (the daemon's OpenAI endpoint)."""
-KEY_VARIABLE = "CODEX_CONDENSATE_PROVIDER_KEY"
+KEY_VARIABLE = "CODEX_PROVIDER_API_KEY"
 """The variable Codex reads the provider's key from (``env_key``): the key stays out of the
 config file."""
 OUT_OF_REACH = 100_000_000
