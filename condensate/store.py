@@ -118,6 +118,7 @@ class EventLog:
         """Open an existing log only to read it (a replay of someone's log must not change
         the file, nor create one): refused when ``path`` is no Condensate log of a version
         this Condensate knows. Appends raise EventLogError."""
+        connection: sqlite3.Connection | None = None
         try:
             connection = sqlite3.connect(
                 f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
@@ -128,6 +129,8 @@ class EventLog:
                 for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
             }
         except sqlite3.Error as exc:
+            if connection is not None:
+                connection.close()
             msg = f"Could not open {str(path)!r} as a Condensate log: {exc}."
             raise EventLogError(msg) from exc
         if not 1 <= version <= SCHEMA_VERSION or not {"events", "threads"} <= tables:
