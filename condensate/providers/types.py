@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -90,3 +91,7 @@ class Completion:
     stop_reason: str
     message_id: str
     model: str
+    invalid_arguments: Mapping[str, str] = field(default_factory=dict)
+    """Call id -> a sentence naming why that call's arguments could not be read (not JSON,
+    cut off at max_tokens); such a call carries empty arguments and is answered with an
+    error result the model can correct, never run."""
