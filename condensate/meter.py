@@ -41,23 +41,33 @@ class ContextUsage:
     """No prompt over this is sent: the working ceiling, or for a head the hard limit."""
     helpless: bool
     """The baseline leaves windows nothing to win."""
+    measured: int
+    """``used`` without a refusal's claim: what the count and the view say the prompt holds.
+    A refusal may name any number; only this one says how much of the prompt is fixed."""
 
 
 def next_prompt(view: Projection) -> tuple[int, bool]:
     """The next prompt's estimated size and whether it stands on a provider count."""
+    used, anchored = measured_prompt(view)
+    if view.refusal:
+        used = max(used, view.refusal)
+    return used, anchored
+
+
+def measured_prompt(view: Projection) -> tuple[int, bool]:
+    """The next prompt's size from the last count and the view, a refusal's claim left out."""
     if view.anchor is None:
         used = view.baseline_tokens + view.view_tokens
         anchored = False
     else:
         used = view.anchor.count + view.view_tokens - view.anchor.view_tokens
         anchored = True
-    if view.refusal:
-        used = max(used, view.refusal)
     return max(used, 0), anchored
 
 
 def measure(view: Projection, window: ModelWindow, settings: CeilingSettings) -> ContextUsage:
     used, anchored = next_prompt(view)
+    measured, _ = measured_prompt(view)
     base = ceilings.working_ceiling(view.engine, window.tokens, settings)
     fitted = ceilings.fit_baseline(base, view.baseline_tokens, window.tokens)
     if view.head:
@@ -76,4 +86,5 @@ def measure(view: Projection, window: ModelWindow, settings: CeilingSettings) ->
         hard_limit=hard,
         limit=hard if view.head else min(fitted.ceiling, hard),
         helpless=fitted.helpless,
+        measured=measured,
     )

@@ -228,7 +228,9 @@ def _summary(
     reason: str = "summary: over the line",
 ) -> Cut | Stop:
     budget = settings.tiers.summary_budget
-    fixed = usage.used - view.view_tokens
+    # A refusal's claim says the whole prompt is too long, not that its fixed part grew: a
+    # claim far above the prompt must not make every summary look too large (a wedge).
+    fixed = usage.measured - view.view_tokens
     room = usage.line - fixed - budget
     tail_budget = min(int(usage.line * settings.tiers.keep_tail_share), room)
     cut = tiers.summary_cut(view, max(tail_budget, 0), protect)
@@ -241,7 +243,9 @@ def _summary(
             f"even a summary leaves {after} tokens over the line of {usage.line}: the "
             "baseline, the brief, pins and the latest exchange are too large",
         )
-    return Cut(usage, "summary", reason, usage.used - after, keep_from=cut.keep_from, forced=forced)
+    return Cut(
+        usage, "summary", reason, usage.measured - after, keep_from=cut.keep_from, forced=forced
+    )
 
 
 def summary_plan(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Cut | Stop:
@@ -337,7 +341,7 @@ def _head_ask(
         return HoldBack(usage, "ask-pending", f"waiting for an answer to ask {view.ask.ask_id}")
     if view.declined_turn == view.turn:
         return HoldBack(usage, "ask-pending", "the head declined to compact this turn")
-    return Ask(usage, now + deadline(usage.used, settings.deadline_override))
+    return Ask(usage, now + deadline(usage.measured, settings.deadline_override))
 
 
 def _thrash(

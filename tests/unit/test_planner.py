@@ -483,6 +483,25 @@ def test_a_refusal_is_forced_even_under_our_own_line():
     assert d.forced
 
 
+def test_a_refusal_claiming_far_more_than_the_prompt_holds_still_gets_a_window():
+    """A refusal whose number is far above the prompt (a provider miscount, 10M tokens for a
+    60k prompt) forces a summary sized on what the prompt holds, not a stop that would wedge
+    the thread on every later turn."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    for _ in range(150):
+        b.reply("notes", 400)
+    b.refused(tokens=10_000_000, limit=200_000)
+    d = decide(b)
+    assert isinstance(d, Cut)
+    assert d.forced
+    assert d.kind == "summary"
+    assert d.freed < usage(b).measured
+    take(b, d)
+    assert b.view.refusal is None
+    assert usage(b).used <= usage(b).line
+
+
 def test_nothing_to_cut_stops_the_turn_with_a_reason():
     """When no tier can cut and the prompt is still over, the turn stops with a reason."""
     b = ThreadBuilder()
