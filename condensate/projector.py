@@ -124,6 +124,8 @@ class Projection:
     """Model calls the provider counted (``model.usage``): the planner's notion of a turn."""
     turn_open: bool = False
     last_turn_reason: str = ""
+    turn_started_seq: int = 0
+    """The seq of the latest ``turn.started``: input logged after it no turn has taken up."""
     windows: list[WindowRecord] = field(default_factory=list)
     tiers_since_summary: list[str] = field(default_factory=list)
     unjoined: dict[str, int] = field(default_factory=dict)
@@ -167,6 +169,7 @@ class Projection:
             case TurnStarted():
                 self.turn += 1
                 self.turn_open = True
+                self.turn_started_seq = seq
             case TurnEnded(reason=reason):
                 self.turn_open = False
                 self.last_turn_reason = reason

@@ -19,6 +19,19 @@ def unanswered_input(view: Projection) -> bool:
     return False
 
 
+def untaken_input(view: Projection) -> bool:
+    """A brief or message was acknowledged after the latest turn started, so no turn has read
+    it: a kill between the 201/202 and the turn's start leaves one."""
+    if view.turn_open:
+        return False
+    for entry in reversed(view.entries):
+        if entry.seq <= view.turn_started_seq:
+            return False
+        if entry.role == "user":
+            return True
+    return False
+
+
 def open_calls(view: Projection) -> list[tuple[str, str]]:
     """(call id, tool) of every call in the view that has no result yet."""
     answered = {e.call_id for e in view.entries if e.role == "tool"}

@@ -1,5 +1,6 @@
-"""After a restart: every thread rebuilt from its snapshot and log, and a turn the restart cut
-off reported (closing any tool batch it left open) and resumed."""
+"""After a restart: every thread rebuilt from its snapshot and log, a turn the restart cut
+off reported (closing any tool batch it left open) and resumed, and input acknowledged before
+the kill but never taken up by a turn answered."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import anyio
 import structlog
 
 from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded
-from condensate.queries import open_calls, spec_of
+from condensate.queries import open_calls, spec_of, untaken_input
 from condensate.rebuild import rebuild
 from condensate.runtime import STOPPED_BY_DAEMON, Runtime, Thread
 
@@ -17,8 +18,8 @@ log = structlog.get_logger()
 
 
 async def recover(runtime: Runtime) -> list[str]:
-    """Rebuild every thread from the log; report and resume turns a restart cut off. The ids
-    of the threads resumed."""
+    """Rebuild every thread from the log; report and resume turns a restart cut off, and start
+    a turn for input no turn took up. The ids of the threads resumed."""
     resumed: list[str] = []
     for thread_id in await anyio.to_thread.run_sync(runtime.log.thread_ids):
         projection = await anyio.to_thread.run_sync(partial(rebuild, runtime.log, thread_id))
@@ -42,6 +43,10 @@ async def recover(runtime: Runtime) -> list[str]:
         if await close_cut_off_turn(runtime, thread):
             resumed.append(thread_id)
             runtime.start_turn(thread, "resume")
+        elif untaken_input(thread.projection):
+            # Acknowledged (201/202) but killed before its turn started: answer it now.
+            resumed.append(thread_id)
+            runtime.start_turn(thread, "queued")
     log.info("runtime_recovered", threads=len(runtime.threads), resumed=len(resumed))
     return resumed
 
