@@ -20,12 +20,13 @@ def unanswered_input(view: Projection) -> bool:
 
 
 def untaken_input(view: Projection) -> bool:
-    """A brief or message was acknowledged after the latest turn started, so no turn has read
-    it: a kill between the 201/202 and the turn's start leaves one."""
+    """A brief or message was acknowledged after the latest turn started and after the last
+    reply, so no turn has read it: a kill between the 201/202 and the turn's start leaves
+    one. A steer the running turn answered before it ended is followed by that reply."""
     if view.turn_open:
         return False
     for entry in reversed(view.entries):
-        if entry.seq <= view.turn_started_seq:
+        if entry.seq <= view.turn_started_seq or entry.role == "assistant":
             return False
         if entry.role == "user":
             return True

@@ -142,3 +142,26 @@ async def test_input_a_failed_turn_already_read_is_not_retried_at_restart(tmp_pa
         await anyio.sleep(0.3)
         assert not runtime.get("t-failed").running
     assert fake.requests == []
+
+
+async def test_a_steer_the_turn_answered_before_it_ended_is_not_answered_again(tmp_path):
+    """A steer logged while a turn ran and answered in that turn is not taken up again by
+    a restart."""
+    home = tmp_path / "home"
+    home.mkdir()
+    write_log(
+        home / "condensate.db",
+        "t-done",
+        [
+            created(tmp_path),
+            UserMessage(at=now_utc(), text="brief"),
+            TurnStarted(at=now_utc(), cause="human"),
+            UserMessage(at=now_utc(), text="also fix the docs"),
+            AssistantMessage(at=now_utc(), text="done, docs fixed too"),
+            TurnEnded(at=now_utc(), outcome="completed"),
+        ],
+    )
+    async with FakeModelServer() as fake, restarted(home, fake) as runtime:
+        await anyio.sleep(0.3)
+        assert not runtime.get("t-done").running
+    assert fake.requests == []
