@@ -210,6 +210,29 @@ class CompactionRequested(_Event):
     seat: str | None = None
 
 
+class ApprovalRequested(_Event):
+    """A thread run with ``permissions: "ask"`` wants to run a tool: nothing runs until an
+    operator allows it; no answer by ``deadline`` denies it."""
+
+    kind: Literal["approval.requested"] = "approval.requested"
+    approval_id: str
+    tool: str
+    argument: str = ""
+    """What a person decides on: the command, the path."""
+    detail: str = ""
+    """The call's whole input as the engine gave it (JSON)."""
+    call_id: str | None = None
+    deadline: AwareDatetime
+
+
+class ApprovalAnswered(_Event):
+    kind: Literal["approval.answered"] = "approval.answered"
+    approval_id: str
+    decision: Literal["allow", "deny"]
+    by: Literal["operator", "deadline", "runtime"]
+    reason: str = ""
+
+
 class ChildSpawned(_Event):
     kind: Literal["child.spawned"] = "child.spawned"
     child_id: str
@@ -266,6 +289,8 @@ Event = Annotated[
     | AskOpened
     | AskAnswered
     | CompactionRequested
+    | ApprovalRequested
+    | ApprovalAnswered
     | ChildSpawned
     | ChildJoined
     | EngineNotice
@@ -291,6 +316,8 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         AskOpened,
         AskAnswered,
         CompactionRequested,
+        ApprovalRequested,
+        ApprovalAnswered,
         ChildSpawned,
         ChildJoined,
         EngineNotice,

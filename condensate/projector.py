@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from condensate import tiers
 from condensate.events import (
+    ApprovalAnswered,
+    ApprovalRequested,
     AskAnswered,
     AskOpened,
     AssistantMessage,
@@ -131,6 +133,8 @@ class Projection:
     unjoined: dict[str, int] = field(default_factory=dict)
     """Child id -> the seq from which the view must stay verbatim until it is joined."""
     ask: AskOpened | None = None
+    approvals: dict[str, ApprovalRequested] = field(default_factory=dict)
+    """Approval id -> a tool call waiting for an operator's allow or deny."""
     declined_turn: int | None = None
     requested: Requested | None = None
     lines_written: dict[str, list[int]] = field(default_factory=dict)
@@ -199,6 +203,10 @@ class Projection:
                 self._window(seq, event, tokens)
             case AskOpened() | AskAnswered() | CompactionRequested():
                 self._fold_ask(seq, event)
+            case ApprovalRequested():
+                self.approvals[event.approval_id] = event
+            case ApprovalAnswered():
+                self.approvals.pop(event.approval_id, None)
             case ChildSpawned():
                 self.unjoined[event.child_id] = self._batch_of(event.call_id, seq)
             case ChildJoined():
@@ -361,7 +369,8 @@ def _dump(p: Projection) -> dict[str, Any]:
         name: getattr(p, name)
         for name in Projection.__dataclass_fields__
         if not name.startswith("_")
-        and name not in ("entries", "anchor", "windows", "ask", "requested", "layout", "memo")
+        and name
+        not in ("entries", "anchor", "windows", "ask", "approvals", "requested", "layout", "memo")
     }
     data["entries"] = [
         {
@@ -373,6 +382,7 @@ def _dump(p: Projection) -> dict[str, Any]:
     data["anchor"] = None if p.anchor is None else asdict(p.anchor)
     data["windows"] = [{**asdict(w), "at": w.at.isoformat()} for w in p.windows]
     data["ask"] = None if p.ask is None else p.ask.model_dump(mode="json")
+    data["approvals"] = [a.model_dump(mode="json") for a in p.approvals.values()]
     data["requested"] = None if p.requested is None else asdict(p.requested)
     data["open_calls"] = p._calls
     return data
@@ -390,6 +400,7 @@ def _load(data: dict[str, Any]) -> Projection:
     anchor = data.pop("anchor")
     windows = data.pop("windows")
     ask = data.pop("ask")
+    approvals = [ApprovalRequested.model_validate(a) for a in data.pop("approvals", [])]
     requested = data.pop("requested")
     calls = data.pop("open_calls")
     projection = Projection(
@@ -398,6 +409,7 @@ def _load(data: dict[str, Any]) -> Projection:
         anchor=None if anchor is None else Anchor(**anchor),
         windows=[WindowRecord(**{**w, "at": datetime.fromisoformat(w["at"])}) for w in windows],
         ask=None if ask is None else AskOpened.model_validate(ask),
+        approvals={a.approval_id: a for a in approvals},
         requested=None if requested is None else Requested(**requested),
     )
     projection._index = {e.seq: i for i, e in enumerate(entries)}

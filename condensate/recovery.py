@@ -1,6 +1,7 @@
 """After a restart: every thread rebuilt from its snapshot and log, a turn the restart cut
 off reported (closing any tool batch it left open) and resumed, and input acknowledged before
-the kill but never taken up by a turn answered."""
+the kill but never taken up by a turn answered. Approvals still pending are denied: the
+engine process that asked is gone."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from functools import partial
 import anyio
 import structlog
 
+from condensate import approvals
 from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded
 from condensate.queries import open_calls, spec_of, untaken_input
 from condensate.rebuild import rebuild
@@ -40,6 +42,9 @@ async def recover(runtime: Runtime) -> list[str]:
         thread.seats["main"] = ""
         thread.snapshot_at = projection.last_seq
         runtime.threads[thread_id] = thread
+        await approvals.deny_pending(
+            runtime, thread, "the daemon restarted before anyone answered; the call did not run"
+        )
         if await close_cut_off_turn(runtime, thread):
             resumed.append(thread_id)
             runtime.start_turn(thread, "resume")

@@ -6,15 +6,12 @@ model server over HTTP."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-import aiohttp
 import anyio
 
-from adapters import ENGINES
-from condensate.curator import Curator
 from condensate.events import (
     AssistantMessage,
     Event,
@@ -24,13 +21,10 @@ from condensate.events import (
     UserMessage,
     now_utc,
 )
-from condensate.meter import ModelWindow
-from condensate.providers import ModelClient, make_client
-from condensate.recovery import recover
 from condensate.runtime import Runtime
-from condensate.settings import Settings
 from condensate.store import EventLog
 from condensate.testing.fake_model import FakeModelServer, Text
+from tests.integration.harness import runtime_on
 
 MODEL = "anthropic:claude-sonnet-4-5"
 
@@ -45,33 +39,9 @@ def created(cwd: Path) -> ThreadCreated:
     return ThreadCreated(at=now_utc(), engine="api", model=MODEL, cwd=str(cwd))
 
 
-@asynccontextmanager
-async def restarted(home: Path, fake: FakeModelServer) -> AsyncIterator[Runtime]:
-    """A runtime started on ``home`` after the kill, recovered, with its task group."""
-    async with aiohttp.ClientSession() as session:
-        settings = Settings(home=home, anthropic_base_url=fake.url, anthropic_api_key="k")
-        providers = settings.providers()
-
-        def client_for(model: str) -> ModelClient:
-            return make_client(model, providers, session)
-
-        async def window_for(model: str) -> ModelWindow:
-            return ModelWindow(200_000, resolved=True)
-
-        with EventLog.open(settings.db_path) as log:
-            runtime = Runtime(
-                settings,
-                log,
-                ENGINES,
-                Curator(settings.curator(), client_for),
-                client_for,
-                window_for,
-            )
-            async with anyio.create_task_group() as tasks:
-                runtime.bind(tasks)
-                await recover(runtime)
-                yield runtime
-                tasks.cancel_scope.cancel()
+def restarted(home: Path, fake: FakeModelServer) -> AbstractAsyncContextManager[Runtime]:
+    """A runtime started on ``home`` after the kill, and recovered."""
+    return runtime_on(home, fake, recovered=True)
 
 
 async def answered(runtime: Runtime, thread_id: str) -> list[str]:

@@ -1,0 +1,49 @@
+"""A runtime in process for tests: a real SQLite log under ``home``, the real engines, the
+fake model server over HTTP, and the runtime's task group; optionally recovered from what a
+previous daemon left in ``home``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import anyio
+
+from adapters import ENGINES
+from condensate.curator import Curator
+from condensate.meter import ModelWindow
+from condensate.providers import ModelClient, make_client
+from condensate.recovery import recover
+from condensate.runtime import Runtime
+from condensate.settings import Settings
+from condensate.store import EventLog
+from condensate.testing.fake_model import FakeModelServer
+
+
+@asynccontextmanager
+async def runtime_on(
+    home: Path, fake: FakeModelServer, *, recovered: bool = False
+) -> AsyncIterator[Runtime]:
+    """A context manager, not a fixture: a task group must be left in the task that entered
+    it."""
+    async with aiohttp.ClientSession() as session:
+        settings = Settings(home=home, anthropic_base_url=fake.url, anthropic_api_key="k")
+        providers = settings.providers()
+
+        def client_for(model: str) -> ModelClient:
+            return make_client(model, providers, session)
+
+        async def window_for(model: str) -> ModelWindow:
+            return ModelWindow(200_000, resolved=True)
+
+        with EventLog.open(settings.db_path) as log:
+            curator = Curator(settings.curator(), client_for)
+            runtime = Runtime(settings, log, ENGINES, curator, client_for, window_for)
+            async with anyio.create_task_group() as tasks:
+                runtime.bind(tasks)
+                if recovered:
+                    await recover(runtime)
+                yield runtime
+                tasks.cancel_scope.cancel()
