@@ -4,16 +4,22 @@ The window check runs before every model call, including the calls that follow t
 A context refusal is logged, forces one window through the next check, and the call is made
 once more. A head's own ``compact_context`` / ``compact_microcompact`` request is queued and
 taken at the next check, in place of the curator's summary.
+
+A call is answered with an error result, never run, when its arguments could not be read,
+when it names a tool outside the thread's ``tools``, or when the thread's ``permissions``
+forbid it (``native_permissions``); the turn goes on, so the model can correct itself.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import structlog
 
+from adapters.native_permissions import allows, permissions_problem
 from adapters.native_tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
@@ -82,15 +88,28 @@ CONTROL_TOOLS: dict[str, ToolSpec] = {
 
 
 def tool_specs(spec: ThreadSpec) -> tuple[ToolSpec, ...]:
-    """The thread's tools: all of them unless its spec names a subset."""
+    """The tools the thread is offered: all of them unless its spec names a subset, less
+    those its permissions forbid."""
     wanted = set(spec.tools) if spec.tools else None
     out = [ToolSpec(t.name, t.description, t.parameters) for t in TOOLS.values()]
     out += list(CONTROL_TOOLS.values())
-    return tuple(t for t in out if wanted is None or t.name in wanted)
+    return tuple(
+        t for t in out if (wanted is None or t.name in wanted) and allows(spec.permissions, t.name)
+    )
+
+
+_PERMISSION_NOTES = {
+    "workspace": "Your permissions are 'workspace': the file tools work only inside {cwd} "
+    "and there is no shell.",
+    "read-only": "Your permissions are 'read-only': you may read and search inside {cwd}, "
+    "and change nothing.",
+}
 
 
 def system_prompt(spec: ThreadSpec) -> str:
     base = SYSTEM_PROMPT.format(cwd=spec.cwd)
+    if note := _PERMISSION_NOTES.get(spec.permissions):
+        base = f"{base}\n\n{note.format(cwd=spec.cwd)}"
     return f"{spec.persona}\n\n{base}" if spec.persona else base
 
 
@@ -100,10 +119,18 @@ class NativeEngine:
     name: ClassVar[str] = "api"
 
     def __init__(self, spec: ThreadSpec, env: EngineEnv | None = None) -> None:
+        if problem := permissions_problem(spec.permissions):
+            raise Refused(code="unsupported-permissions", detail=problem, status=422)
         self.spec = spec
         self.tools = tool_specs(spec)
+        self.wanted = frozenset(spec.tools or (*TOOLS, *CONTROL_TOOLS))
+        """The tools the spec names; one the permissions forbid is refused by ``run_tool``."""
         self.system = system_prompt(spec)
-        self.tool_context = ToolContext(cwd=Path(spec.cwd))
+        self.tool_context = ToolContext(
+            cwd=Path(spec.cwd),
+            permissions=spec.permissions,
+            off_limits=() if env is None else (env.home,),
+        )
 
     def baseline(self, spec: ThreadSpec) -> int:
         counter = counter_for(spec.model)
@@ -183,8 +210,30 @@ class NativeEngine:
                     continue  # a steer arrived while this call ran: answer it in this turn
                 return TurnOutcome("completed", "", last_text)
             for call in reply.tool_calls:
-                await ctx.append(await self._run(ctx, call))
+                await ctx.append(await self._answer(ctx, call, reply.invalid_arguments))
         return TurnOutcome("stopped", f"{MAX_CALLS_PER_TURN} model calls in one turn", last_text)
+
+    async def _answer(
+        self, ctx: TurnContext, call: ToolCall, invalid: Mapping[str, str]
+    ) -> list[Event]:
+        """The events answering one call: an error result for a call that must not run,
+        else what running it produced."""
+        if call.id in invalid:
+            text = (
+                f"{invalid[call.id]} The call was not run; call the tool again with a JSON "
+                "object of its arguments."
+            )
+        elif call.name not in self.wanted:
+            offered = ", ".join(t.name for t in self.tools) or "none"
+            text = (
+                f"{call.name!r} is not one of this thread's tools, so it was not run; "
+                f"its tools are: {offered}."
+            )
+        else:
+            return await self._run(ctx, call)
+        return [
+            ToolResult(at=ctx.now(), call_id=call.id, tool=call.name, output=text, is_error=True)
+        ]
 
     async def _run(self, ctx: TurnContext, call: ToolCall) -> list[Event]:
         """The events one call produces: its result, and a queued compaction for the

@@ -2,9 +2,10 @@
 they share.
 
 Each runs its blocking file work on a worker thread and never raises: every failure comes back
-as an outcome with ``is_error`` set and a sentence naming the problem. Relative paths resolve
-against the context's cwd; absolute paths are used as given, so these tools are **not** a
-sandbox.
+as an outcome with ``is_error`` set and a sentence naming the problem. Every path goes through
+``native_permissions.locate``: under ``default`` relative paths resolve against cwd and absolute
+ones are used as given, so these tools are **not** a sandbox; under ``workspace`` and
+``read-only`` a path must resolve, symlinks included, inside cwd.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import anyio
 
 from adapters.native_output import capped
+from adapters.native_permissions import OutsideCwd, locate, reachable
 from adapters.tool_contract import (
     EDIT_PARAMETERS,
     READ_PARAMETERS,
@@ -45,12 +47,19 @@ _SEARCH_FILE_BYTES = 10_000_000  # bigger files are logs or data, not source
 
 
 async def _offload(
-    tool: str, raw: str, argument: str, work: Callable[[], tuple[str, bool]]
+    tool: str,
+    ctx: ToolContext,
+    raw: str,
+    argument: str,
+    work: Callable[[Path], tuple[str, bool]],
 ) -> ToolOutcome:
-    """Run blocking file work in a thread; an OSError the work did not expect (a stat
-    refused on a parent directory, say) still comes back as an outcome."""
+    """Locate ``raw`` and run blocking file work on it in a thread; a path the permissions
+    refuse, or an OSError the work did not expect (a stat refused on a parent directory,
+    say), still comes back as an outcome."""
     try:
-        output, is_error = await anyio.to_thread.run_sync(work)
+        output, is_error = await anyio.to_thread.run_sync(lambda: work(locate(ctx, raw)))
+    except OutsideCwd as exc:
+        return failed(f"{tool}: {exc}", argument)
     except OSError as exc:
         return failed(f"{tool}: cannot access {raw}: {exc.strerror or exc}.", argument)
     return ToolOutcome(output, is_error, argument)
@@ -59,17 +68,13 @@ async def _offload(
 # --- paths and text --------------------------------------------------------------------------
 
 
-def _resolve(ctx: ToolContext, raw: str) -> Path:
-    path = Path(raw).expanduser()
-    return path if path.is_absolute() else ctx.cwd / path
-
-
 def _display(ctx: ToolContext, path: Path) -> str:
-    """Paths under cwd relative to it, so the model can pass them straight back."""
-    try:
-        return path.relative_to(ctx.cwd).as_posix()
-    except ValueError:
-        return str(path)
+    """Paths under cwd relative to it, so the model can pass them straight back (a confined
+    thread's paths are resolved, so they are tried against the resolved cwd too)."""
+    for base in (ctx.cwd, Path(os.path.realpath(ctx.cwd))):
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix()
+    return str(path)
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -91,11 +96,11 @@ async def read(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     raw: str = arguments["path"]
     offset: int = arguments.get("offset") or 1
     limit: int = arguments.get("limit") or ctx.read_limit
-    work = partial(_read, ctx, raw, _resolve(ctx, raw), offset, limit)
-    return await _offload("read", raw, argument, work)
+    work = partial(_read, ctx, raw, offset=offset, limit=limit)
+    return await _offload("read", ctx, raw, argument, work)
 
 
-def _read(ctx: ToolContext, raw: str, path: Path, offset: int, limit: int) -> tuple[str, bool]:
+def _read(ctx: ToolContext, raw: str, path: Path, *, offset: int, limit: int) -> tuple[str, bool]:
     if path.is_dir():
         return f"read: {raw} is a directory; use search with a glob to list it.", True
     if not path.exists():
@@ -156,8 +161,8 @@ async def search(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         matcher = _glob_matcher(glob) if glob is not None else None
     except re.error as exc:
         return failed(f"search: invalid glob {glob!r}: {exc}.", argument)
-    work = partial(_search, ctx, raw, _resolve(ctx, raw), regex, matcher)
-    return await _offload("search", raw, argument, work)
+    work = partial(_search, ctx, raw, regex=regex, matcher=matcher)
+    return await _offload("search", ctx, raw, argument, work)
 
 
 def _glob_matcher(glob: str) -> Callable[[str], bool]:
@@ -217,6 +222,7 @@ def _search(
     ctx: ToolContext,
     raw: str,
     root: Path,
+    *,
     regex: re.Pattern[str] | None,
     matcher: Callable[[str], bool] | None,
 ) -> tuple[str, bool]:
@@ -226,7 +232,7 @@ def _search(
     cap = MAX_FILES if regex is None else MAX_MATCHES
     searched = files = 0
     for path, relative in _files(root):
-        if matcher is not None and not matcher(relative):
+        if (matcher is not None and not matcher(relative)) or not reachable(ctx, path):
             continue
         if regex is None:
             found.append(_display(ctx, path))
@@ -290,11 +296,11 @@ async def edit(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         return failed("edit: old_string is empty; use write to create or replace a file.", argument)
     if old == new:
         return failed("edit: old_string and new_string are the same; nothing to change.", argument)
-    work = partial(_edit, raw, _resolve(ctx, raw), old, new, replace_all)
-    return await _offload("edit", raw, argument, work)
+    work = partial(_edit, raw, old=old, new=new, replace_all=replace_all)
+    return await _offload("edit", ctx, raw, argument, work)
 
 
-def _edit(raw: str, path: Path, old: str, new: str, replace_all: bool) -> tuple[str, bool]:
+def _edit(raw: str, path: Path, *, old: str, new: str, replace_all: bool) -> tuple[str, bool]:
     if path.is_dir():
         return f"edit: {raw} is a directory, not a file.", True
     if not path.exists():
@@ -336,10 +342,10 @@ async def write(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         return failed(problem, argument)
     raw: str = arguments["path"]
     content: str = arguments["content"]
-    return await _offload("write", raw, argument, partial(_write, raw, _resolve(ctx, raw), content))
+    return await _offload("write", ctx, raw, argument, partial(_write, raw, content=content))
 
 
-def _write(raw: str, path: Path, content: str) -> tuple[str, bool]:
+def _write(raw: str, path: Path, *, content: str) -> tuple[str, bool]:
     if path.is_dir():
         return f"write: {raw} is a directory; give a file path.", True
     existed = path.exists()

@@ -2,6 +2,7 @@
 
 Output is collected as it arrives and kept to the output cap; a timeout, a cancellation from
 outside, or the command's exit kills the whole group, so nothing it started keeps running.
+The command gets the daemon's environment without its secrets (``shell_environment``).
 Never raises: a command that cannot start or fails comes back as an error outcome.
 """
 
@@ -29,6 +30,14 @@ from adapters.tool_contract import (
     text_argument,
 )
 
+PROVIDER_KEYS = frozenset(
+    {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_PROVIDER_API_KEY"}
+)
+"""The provider credentials the daemon reads; the rule below covers them, they are named here
+so the rule cannot drift away from them unnoticed."""
+_SECRET_WORDS = frozenset(
+    {"TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "APIKEY"}
+)
 _NO_OUTPUT = "(no output)\n"
 _DRAIN_GRACE = 2.0  # seconds to collect output once the command and its group are gone
 
@@ -46,6 +55,7 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         process = await anyio.open_process(
             ["/bin/bash", "-lc", command],
             cwd=ctx.cwd,
+            env=shell_environment(os.environ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -69,6 +79,26 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         return failed(output + note, argument)
     code = process.returncode
     return ToolOutcome(f"{output or _NO_OUTPUT}[exit code {code}]", code != 0, argument)
+
+
+def is_secret(name: str) -> bool:
+    """Whether a variable must not reach a command the model runs: every Condensate setting,
+    the provider keys, and any name with a word (split on ``_``) like TOKEN, SECRET or
+    PASSWORD, or ending in KEY. Whole words, so TOKENIZERS_PARALLELISM or KEYMAP stay, and
+    PATH, HOME, LANG, LC_* and SSH_AUTH_SOCK (a socket, not a secret) are never touched."""
+    upper = name.upper()
+    words = upper.split("_")
+    return (
+        upper.startswith("CONDENSATE_")
+        or upper in PROVIDER_KEYS
+        or words[-1] == "KEY"
+        or not _SECRET_WORDS.isdisjoint(words)
+    )
+
+
+def shell_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the variables ``is_secret`` names."""
+    return {name: value for name, value in environ.items() if not is_secret(name)}
 
 
 async def _supervise(process: anyio.abc.Process, kept: HeadTail, limit: float) -> bool:

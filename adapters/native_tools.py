@@ -2,11 +2,12 @@
 
 Each tool is a plain async function ``(ToolContext, arguments) -> ToolOutcome`` and never
 raises: every failure comes back as an outcome with ``is_error`` set and a sentence naming the
-problem. Relative paths resolve against the context's cwd; absolute paths are used as given,
-so these tools are **not** a sandbox. No events, no store: the loop records the outcomes.
+problem. The context's ``permissions`` decide what may run (``native_permissions``): under
+``default`` the tools reach any path and run any command, so they are **not** a sandbox.
+No events, no store: the loop records the outcomes.
 
 The file tools live in ``native_files``, shell in ``native_shell``; this module names them for
-the model and dispatches a call to one.
+the model and dispatches a call to one, refusing the tools the permissions forbid.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import structlog
 
 from adapters.native_files import MAX_FILES, MAX_MATCHES, SKIP_DIRS, edit, read, search, write
+from adapters.native_permissions import NATIVE_PERMISSIONS, refusal
 from adapters.native_shell import shell
 from adapters.tool_contract import (
     EDIT_PARAMETERS,
@@ -33,6 +35,7 @@ from adapters.tool_contract import (
 __all__ = [
     "MAX_FILES",
     "MAX_MATCHES",
+    "NATIVE_PERMISSIONS",
     "SKIP_DIRS",
     "TOOLS",
     "edit",
@@ -92,11 +95,14 @@ TOOLS: dict[str, Tool] = {
 
 
 async def run_tool(name: str, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
-    """Run the tool ``name``. Unknown names, bad arguments and anything unexpected come back as
-    an error outcome, never an exception, so one bad call cannot end the loop."""
+    """Run the tool ``name``. Unknown names, tools the context's permissions forbid, bad
+    arguments and anything unexpected come back as an error outcome, never an exception, so
+    one bad call cannot end the loop."""
     tool = TOOLS.get(name)
     if tool is None:
         return failed(f"Unknown tool {name!r}; the tools are {', '.join(TOOLS)}.", "")
+    if refused := refusal(ctx.permissions, name):
+        return failed(refused, "")
     try:
         return await tool.run(ctx, arguments)
     except Exception as exc:

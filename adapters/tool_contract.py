@@ -13,12 +13,16 @@ ARGUMENT_CHARS = 120
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Where and how the tools run. ``output_cap`` is in characters, ``read_limit`` in lines."""
+    """Where and how the tools run. ``output_cap`` is in characters, ``read_limit`` in lines.
+    ``permissions`` is the thread's (see ``native_permissions``); ``off_limits`` are the
+    directories a confined thread may not touch even inside cwd (the daemon's state)."""
 
     cwd: Path
     shell_timeout: float = 120.0
     output_cap: int = 30_000
     read_limit: int = 2_000
+    permissions: str = "default"
+    off_limits: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
