@@ -13,12 +13,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from condensate.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 LINE_LIMIT = 64 * 1024 * 1024
 """A line holds a whole tool result; asyncio's 64 KiB default is far too small."""
 STOP_GRACE_SECONDS = 5.0
+KILL_GRACE_SECONDS = 0.2
 VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 _versions: dict[str, str] = {}
@@ -112,8 +115,9 @@ async def spawn(
         )
 
 
-async def stop(process: asyncio.subprocess.Process) -> None:
-    """Close stdin and let the CLI flush its state; then SIGTERM, then SIGKILL."""
+async def stop(process: asyncio.subprocess.Process, grace: float = STOP_GRACE_SECONDS) -> None:
+    """Close stdin and let the CLI flush its state; then SIGTERM, then SIGKILL, ``grace``
+    seconds apart."""
     if process.stdin is not None:
         with contextlib.suppress(OSError, RuntimeError):
             process.stdin.close()
@@ -122,10 +126,17 @@ async def stop(process: asyncio.subprocess.Process) -> None:
             with contextlib.suppress(ProcessLookupError):
                 signal_it()
         try:
-            await asyncio.wait_for(process.wait(), STOP_GRACE_SECONDS)
+            await asyncio.wait_for(process.wait(), grace)
         except TimeoutError:
             continue
         return
+
+
+async def kill(process: asyncio.subprocess.Process) -> None:
+    """End a CLI now, whatever it was doing (a cancelled turn left it mid-turn), shielded
+    from the cancellation that asked for it."""
+    with anyio.CancelScope(shield=True):
+        await stop(process, grace=KILL_GRACE_SECONDS)
 
 
 def stderr_tail(state_dir: Path) -> str:

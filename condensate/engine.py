@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from condensate.events import Engine, Event, Stored, Window
 from condensate.meter import ContextUsage
@@ -96,6 +96,24 @@ class EngineAdapter(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+INTERRUPTED_BY_OPERATOR = "interrupted by the operator"
+"""The reason a turn the operator interrupted (``POST /threads/:id/interrupt``) ends with."""
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """An engine that can end its running turn itself, more cleanly than a cancellation: a
+    CLI engine asks its child to stop the turn (Claude Code's ``interrupt`` control request,
+    Codex's ``turn/interrupt``) and keeps the child for the next turn. The runtime cancels
+    the turn when the engine has not ended it within a grace period, and cancels turns of
+    engines without this method (the native loop) at once."""
+
+    async def interrupt(self) -> None:
+        """Ask the running turn to end; return at once. The turn then ends ``interrupted``
+        with ``INTERRUPTED_BY_OPERATOR``, its open tool calls closed."""
+        ...
 
 
 @dataclass(frozen=True)

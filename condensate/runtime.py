@@ -2,8 +2,11 @@
 
 Every change goes through ``append``: the event is written to the log, then folded into the
 thread's in-memory projection, so the view in memory is always the log's view. Background work
-(turns, ask deadlines) runs in the runtime's task group. Asks and queued compactions are in
-``condensate.asks``; rebuilding threads after a restart in ``condensate.recovery``.
+(turns, ask deadlines) runs in the runtime's task group, each task guarded: an exception in
+one thread's work is logged and ends that work only, never another thread or the daemon.
+A turn runs in a cancel scope of its own, which ``interrupt`` uses. Asks and queued
+compactions are in ``condensate.asks``; rebuilding threads after a restart in
+``condensate.recovery``.
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from condensate import asks
 from condensate import planner as planning
 from condensate.curator import Curator, Miss, carry_out
 from condensate.engine import (
+    INTERRUPTED_BY_OPERATOR,
     Checkpoint,
     EngineAdapter,
     EngineEnv,
     Engines,
+    Interruptible,
     ThreadSpec,
     TurnOutcome,
 )
@@ -37,6 +42,7 @@ from condensate.events import (
     Stored,
     SystemLine,
     ThreadCreated,
+    ToolResult,
     TurnEnded,
     TurnStarted,
     UserMessage,
@@ -47,7 +53,7 @@ from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Ask, Cut, HoldBack, PlannerSettings, Proceed, Stop
 from condensate.projector import Projection
 from condensate.providers import ModelClient
-from condensate.queries import last_text, unanswered_input
+from condensate.queries import last_text, open_calls, unanswered_input
 from condensate.settings import Settings
 from condensate.store import EventLog
 from condensate.tokens import counter_for, model_text
@@ -62,6 +68,11 @@ is free: about 0.1 ms of SQLite (a few ms at worst to count text never seen) aga
 0.4 ms for the round trip to a worker thread, twice per native model call."""
 STOPPED_BY_DAEMON = "the daemon stopped during this turn"
 MAX_CUTS_PER_CHECK = 3
+INTERRUPT_GRACE_SECONDS = 1.0
+"""How long an engine that interrupts its own turn (a CLI's interrupt request) is given
+before the turn is cancelled; the whole interrupt stays within 2 s."""
+INTERRUPT_WAIT_SECONDS = 0.9
+"""How long ``interrupt`` then waits for the cancelled turn to end."""
 
 
 @dataclass
@@ -83,6 +94,10 @@ class Thread:
     """Seat id -> the engine's own session id, when it has one."""
     snapshot_at: int = 0
     turn_done: anyio.Event = field(default_factory=anyio.Event)
+    turn_scope: anyio.CancelScope | None = None
+    """The running turn's scope: cancelling it ends that turn and nothing else."""
+    interrupted: str | None = None
+    """Why the running turn is being interrupted (the operator asked), once it is."""
 
     def notify(self) -> None:
         self.changed.set()
@@ -112,33 +127,42 @@ class Runtime:
         """Background work (turns, ask deadlines) runs in ``tasks``."""
         self._tasks = tasks
 
-    def spawn_task(self, fn: Callable[..., Any], *args: Any, name: str) -> None:
+    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str) -> None:
+        """Run ``fn`` in the background; an exception it raises is logged with its traceback
+        and goes no further (the task group would end the daemon with it)."""
         if self._tasks is None:
             msg = "The runtime was not bound to a task group."
             raise CondensateError(msg)
-        self._tasks.start_soon(fn, *args, name=name)
+        self._tasks.start_soon(_guarded, fn, args, name, name=name)
 
     # -- the log ---------------------------------------------------------------------------
 
     async def append(self, thread: Thread, events: Event | Sequence[Event]) -> list[Stored]:
         """Write to the log, then fold into the view: the view never runs ahead of the log."""
         batch = [events] if not isinstance(events, Sequence) else list(events)
-        counter = counter_for(thread.spec.model)
         # One append at a time per thread: two writers (a turn and an HTTP steer) would
         # otherwise fold their events out of seq order.
+        # Shielded once begun: a cancellation (an interrupt) between the write and the fold
+        # would leave the view behind the log.
         async with thread.appending:
-            stored = None
-            if sum(len(model_text(event)) for event in batch) <= INLINE_CHARS:
-                stored = self.log.append_now(thread.thread_id, batch, counter)
-            if stored is None:
-                stored = await anyio.to_thread.run_sync(
-                    lambda: self.log.append(thread.thread_id, batch, counter)
-                )
-            for item in stored:
-                thread.projection.apply(item)
-            if thread.projection.last_seq - thread.snapshot_at >= SNAPSHOT_EVERY:
-                await self._snapshot(thread)
+            with anyio.CancelScope(shield=True):
+                stored = await self._write_and_fold(thread, batch)
         thread.notify()
+        return stored
+
+    async def _write_and_fold(self, thread: Thread, batch: list[Event]) -> list[Stored]:
+        counter = counter_for(thread.spec.model)
+        stored = None
+        if sum(len(model_text(event)) for event in batch) <= INLINE_CHARS:
+            stored = self.log.append_now(thread.thread_id, batch, counter)
+        if stored is None:
+            stored = await anyio.to_thread.run_sync(
+                lambda: self.log.append(thread.thread_id, batch, counter)
+            )
+        for item in stored:
+            thread.projection.apply(item)
+        if thread.projection.last_seq - thread.snapshot_at >= SNAPSHOT_EVERY:
+            await self._snapshot(thread)
         return stored
 
     async def _snapshot(self, thread: Thread) -> None:
@@ -232,33 +256,105 @@ class Runtime:
         if thread.running:
             return
         thread.running = True
+        thread.interrupted = None
         thread.turn_done = anyio.Event()
         self.spawn_task(self._turn, thread, cause, name=f"turn {thread.thread_id}")
+
+    async def interrupt(self, thread: Thread) -> bool:
+        """End the running turn now (the operator asked); False when the thread is idle.
+
+        An engine that can interrupt its own turn (``Interruptible``: the CLI engines) is
+        asked first and given ``INTERRUPT_GRACE_SECONDS``; then, or at once for the native
+        loop, the turn's scope is cancelled (its provider call and running tools with it).
+        The turn ends ``interrupted`` with ``INTERRUPTED_BY_OPERATOR``, every open tool
+        call closed with an error result; the thread is idle and a new message starts a new
+        turn."""
+        if not thread.running:
+            return False
+        thread.interrupted = INTERRUPTED_BY_OPERATOR
+        done = thread.turn_done
+        log.info("turn_interrupting", thread=thread.thread_id)
+        engine = thread.engine
+        if isinstance(engine, Interruptible):
+            with anyio.move_on_after(INTERRUPT_GRACE_SECONDS):
+                await engine.interrupt()
+                await done.wait()
+        if not done.is_set() and thread.turn_scope is not None:
+            thread.turn_scope.cancel()
+        with anyio.move_on_after(INTERRUPT_WAIT_SECONDS):
+            await done.wait()
+        return True
 
     async def _turn(
         self, thread: Thread, cause: Literal["human", "child", "resume", "queued"]
     ) -> None:
         outcome = TurnOutcome("failed", "the turn did not finish")
+        notes: list[Event] = []
         try:
-            await self.append(thread, TurnStarted(at=self.clock(), cause=cause))
-            outcome = await thread.engine.run_turn(RuntimeTurn(self, thread))
+            with anyio.CancelScope() as scope:
+                thread.turn_scope = scope
+                if thread.interrupted is not None:
+                    scope.cancel()  # interrupted before it began
+                await self.append(thread, TurnStarted(at=self.clock(), cause=cause))
+                outcome = await thread.engine.run_turn(RuntimeTurn(self, thread))
+            if thread.interrupted is not None and outcome.outcome != "completed":
+                outcome = TurnOutcome("interrupted", thread.interrupted, outcome.last_text)
         except CondensateError as exc:
             outcome = TurnOutcome("failed", str(exc))
             log.warning("turn_failed", thread=thread.thread_id, error=str(exc))
         except anyio.get_cancelled_exc_class():
             outcome = TurnOutcome("interrupted", STOPPED_BY_DAEMON)
             raise
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self.append(
-                    thread,
-                    TurnEnded(at=self.clock(), outcome=outcome.outcome, reason=outcome.reason),
+        except Exception as exc:
+            # A bug, or something an engine or a provider did that nobody foresaw: it ends
+            # this turn, named in its log, and nothing else.
+            cause_text = f"{type(exc).__name__}: {exc}"[:500]
+            log.exception("turn_crashed", thread=thread.thread_id, error=cause_text)
+            outcome = TurnOutcome("failed", f"the turn crashed ({cause_text})")
+            notes.append(
+                SystemLine(
+                    at=self.clock(),
+                    code="turn-crashed",
+                    text=f"The turn crashed on an unexpected error: {cause_text}. The thread "
+                    "is idle; a new message starts a new turn.",
                 )
+            )
+        finally:
+            thread.turn_scope = None
+            try:
+                with anyio.CancelScope(shield=True):
+                    if outcome.reason != STOPPED_BY_DAEMON and outcome.outcome != "completed":
+                        notes += self._closing_results(thread, outcome.reason)
+                    await self.append(
+                        thread,
+                        [
+                            *notes,
+                            TurnEnded(
+                                at=self.clock(), outcome=outcome.outcome, reason=outcome.reason
+                            ),
+                        ],
+                    )
+            finally:
                 thread.running = False
                 thread.turn_done.set()
         # A stopped or failed turn would stop again on the same input: wait for a new one.
         if outcome.outcome == "completed" and unanswered_input(thread.projection):
             self.start_turn(thread, "queued")
+
+    def _closing_results(self, thread: Thread, why: str) -> list[Event]:
+        """An error result for every call the ended turn left open, so the view stays
+        well-formed (every call answered) for the next turn."""
+        return [
+            ToolResult(
+                at=self.clock(),
+                call_id=call_id,
+                tool=tool,
+                output=f"Interrupted: the turn ended ({why}) before this call finished; it "
+                "may have run in part. Check its effect before relying on it.",
+                is_error=True,
+            )
+            for call_id, tool in open_calls(thread.projection)
+        ]
 
     # -- the window check ---------------------------------------------------------------------
 
@@ -363,3 +459,11 @@ class Runtime:
             parent, ChildJoined(at=self.clock(), child_id=child_id, result=result, call_id=call_id)
         )
         return result
+
+
+async def _guarded(fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], name: str) -> None:
+    """Run one background task; an exception stays in it (logged once with its traceback)."""
+    try:
+        await fn(*args)
+    except Exception as exc:
+        log.exception("task_crashed", task=name, error=f"{type(exc).__name__}: {exc}"[:500])

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import structlog
 
+from adapters import _child
 from adapters._asks import AskTeller
 from adapters._texts import CONTINUE, resumed
 from adapters.claude_code import _cli
@@ -27,7 +28,13 @@ from adapters.claude_code._translate import (
     top_level,
     unprompted,
 )
-from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
+from condensate.engine import (
+    INTERRUPTED_BY_OPERATOR,
+    EngineEnv,
+    ThreadSpec,
+    TurnContext,
+    TurnOutcome,
+)
 from condensate.events import (
     EngineNotice,
     Event,
@@ -90,6 +97,8 @@ class ClaudeCodeEngine:
         self._requests = 0
         self.asks = AskTeller("claude")
         self.in_turn = False
+        self.operator_interrupt = False
+        """The operator interrupted the running turn: it ends at the CLI's next result."""
         self.prestarted = False
         """``apply_window`` outside a turn already started the new session's process; the
         next turn writes the window as its first message."""
@@ -124,12 +133,32 @@ class ClaudeCodeEngine:
     async def run_turn(self, ctx: TurnContext) -> TurnOutcome:
         self._ctx = ctx
         self.in_turn = True
+        self.operator_interrupt = False
         try:
             async with self._restart:  # a restart begun outside the turn finishes first
                 pass
             return await self._run_turn(ctx)
+        except asyncio.CancelledError:
+            # Cancelled mid-turn (an interrupt the CLI did not honour in time, or the daemon
+            # stopping): the CLI is somewhere inside its turn, so it ends here; the next turn
+            # resumes its session in a new process.
+            await self._abandon()
+            raise
         finally:
             self.in_turn = False
+
+    def interrupted(self) -> bool:
+        """The operator interrupted the running turn (a method: it changes while we wait)."""
+        return self.operator_interrupt
+
+    async def interrupt(self) -> None:
+        """The operator's interrupt: Claude Code's ``interrupt`` control request; the turn
+        ends when the CLI's result line for it arrives."""
+        if not self.in_turn:
+            return
+        self.operator_interrupt = True
+        if self.process is not None:
+            await self._interrupt()
 
     async def _turn_start(self, ctx: TurnContext) -> str | TurnOutcome:
         """The turn's first message; a compaction queued between turns (an operator's answer
@@ -153,6 +182,8 @@ class ClaudeCodeEngine:
         for _ in range(MAX_RESTARTS_PER_TURN):
             if self.process is None:
                 await self._start(ctx)
+            if self.interrupted():
+                return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
             await self._send_user(
                 await self.asks.tell(
                     ctx,
@@ -163,6 +194,11 @@ class ClaudeCodeEngine:
                 )
             )
             read = await self._read_turn(ctx)
+            if self.interrupted():
+                await self._close_open_calls(ctx, "the operator interrupted the turn")
+                if read.how == "exited":
+                    await self._end_process()
+                return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
             if read.how == "exited":
                 await self._close_open_calls(ctx, "the Claude Code process exited")
                 await ctx.append(
@@ -345,6 +381,15 @@ class ClaudeCodeEngine:
         if process is not None:
             await _cli.stop(process)
 
+    async def _abandon(self) -> None:
+        """Kill the CLI at once and forget the reply it was in (the runtime closes the calls
+        the log shows open)."""
+        process, self.process = self.process, None
+        self.replies.pending = None
+        self.replies.open_calls.clear()
+        if process is not None:
+            await _child.kill(process)
+
     async def _send_user(self, text: str) -> None:
         assert self.process is not None
         await _cli.write(self.process, _cli.user_line(text, self.session_id))
@@ -383,6 +428,8 @@ class ClaudeCodeEngine:
             elif kind == "user" and top_level(line):
                 if not await self._tool_results(ctx, line) or window or stop is not None:
                     continue
+                if self.interrupted():
+                    continue  # the turn ends at the result the interrupt brings
                 if self.window_pending:
                     window = True
                     await self._interrupt()

@@ -77,6 +77,12 @@ class AppServer:
         result: dict[str, Any] = message.get("result") or {}
         return result
 
+    async def send(self, method: str, params: dict[str, Any]) -> None:
+        """Send a request without reading its answer: for a request made while another task
+        reads (an interrupt during a turn); ``next_notification`` passes its answer by."""
+        self._next_id += 1
+        await self._write({"id": self._next_id, "method": method, "params": params})
+
     async def next_notification(self) -> dict[str, Any]:
         """The next notification; raises ``AppServerExited`` once the process has exited."""
         if self.waiting:

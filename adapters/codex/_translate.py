@@ -240,6 +240,14 @@ class Responses:
         events.extend(gathered.results)
         return events
 
+    def forget(self) -> None:
+        """Drop everything gathered and every open call: the app-server that ran them was
+        killed, and the runtime closes the calls the log shows open."""
+        self.gathered = _Gathered()
+        self.started.clear()
+        self.logged.clear()
+        self.running.clear()
+
     def interrupted(self, why: str, now: Clock) -> list[Event]:
         """The gathered reply, and an error result for every logged call still open (the turn
         was cut off or the process died before they finished)."""

@@ -11,6 +11,7 @@ app-server is started again and resumes the same Codex thread, once a turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -23,7 +24,14 @@ from adapters.codex import _cli
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
 from adapters.codex._translate import Responses, compacted, is_overflow, usage_of
 from condensate import queries
-from condensate.engine import Checkpoint, EngineEnv, ThreadSpec, TurnContext, TurnOutcome
+from condensate.engine import (
+    INTERRUPTED_BY_OPERATOR,
+    Checkpoint,
+    EngineEnv,
+    ThreadSpec,
+    TurnContext,
+    TurnOutcome,
+)
 from condensate.events import (
     EngineNotice,
     ModelRefused,
@@ -82,6 +90,9 @@ class CodexEngine:
         self.steer_checked = 0
         """The view held no human message after ``sent_upto`` up to this seq."""
         self.in_turn = False
+        self.operator_interrupt = False
+        """The operator interrupted the running turn: it ends at Codex's ``turn/completed``."""
+        self._interrupt_sent = False
         self._lock = asyncio.Lock()
         self._ctx: TurnContext | None = None
         """The last turn's context, valid between turns (``apply_window`` logs through it)."""
@@ -107,11 +118,40 @@ class CodexEngine:
     async def run_turn(self, ctx: TurnContext) -> TurnOutcome:
         self._ctx = ctx
         self.in_turn = True
+        self.operator_interrupt = self._interrupt_sent = False
         try:
             async with self._lock:
                 return await self._run_turn(ctx)
+        except asyncio.CancelledError:
+            # Cancelled mid-turn (an interrupt Codex did not honour in time, or the daemon
+            # stopping): the app-server is inside a turn, so it ends here; the next turn
+            # resumes the Codex thread in a new one.
+            await self._abandon()
+            raise
         finally:
             self.in_turn = False
+
+    def interrupted(self) -> bool:
+        """The operator interrupted the running turn (a method: it changes while we wait)."""
+        return self.operator_interrupt
+
+    async def interrupt(self) -> None:
+        """The operator's interrupt: ``turn/interrupt``, written without waiting for its
+        answer (the turn's reader takes the lines); the turn ends at its ``turn/completed``.
+        Before Codex has named the turn, the reader sends it once it has."""
+        if not self.in_turn:
+            return
+        self.operator_interrupt = True
+        await self._send_interrupt()
+
+    async def _send_interrupt(self) -> None:
+        if self._interrupt_sent or self.server is None or not self.turn_id:
+            return
+        self._interrupt_sent = True
+        with contextlib.suppress(AppServerError):
+            await self.server.send(
+                "turn/interrupt", {"threadId": self.codex_thread, "turnId": self.turn_id}
+            )
 
     # -- a turn ---------------------------------------------------------------------------
 
@@ -123,6 +163,8 @@ class CodexEngine:
         crashed = refused = False
         last_text = ""
         for _ in range(MAX_THREADS_PER_TURN):
+            if self.interrupted():
+                return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
             await self._ensure_server(ctx)
             read = await self._read_turn(
                 ctx,
@@ -131,6 +173,10 @@ class CodexEngine:
                 ),
             )
             last_text = queries.last_text(ctx.view) or last_text
+            if self.interrupted():
+                if read.how == "exited":
+                    await self._crashed(ctx)
+                return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
             if read.how == "exited":
                 await self._crashed(ctx)
                 if crashed:
@@ -219,6 +265,7 @@ class CodexEngine:
         for stale in server.drain():
             log.debug("codex_between_turns", thread=ctx.thread_id, method=stale.get("method"))
         read = _Read("completed")
+        self.turn_id = ""
         try:
             started = await server.request(
                 "turn/start",
@@ -230,6 +277,9 @@ class CodexEngine:
             self.turn_id = str((started.get("turn") or {}).get("id") or "")
             check_due = interrupting = False
             while True:
+                if self.interrupted():
+                    await self._send_interrupt()  # asked for before Codex named the turn
+                    interrupting = True
                 note = await server.next_notification()
                 params = note.get("params") or {}
                 if params.get("threadId", self.codex_thread) != self.codex_thread:
@@ -248,16 +298,9 @@ class CodexEngine:
                     case "error":
                         read.overflow = read.overflow or is_overflow(params.get("error"))
                     case "turn/completed":
-                        turn = params.get("turn") or {}
-                        if turn.get("id") != self.turn_id:
-                            continue
-                        read.status = str(turn.get("status") or "")
-                        read.error = turn.get("error")
-                        read.overflow = read.overflow or is_overflow(read.error)
-                        leftover = self.responses.interrupted("the turn ended", ctx.now)
-                        if leftover:
-                            await ctx.append(leftover)
-                        return read
+                        if await self._turn_completed(ctx, params, read):
+                            return read
+                        continue
                     case _:
                         pass
                 due = check_due or self.window_pending
@@ -269,6 +312,20 @@ class CodexEngine:
         except AppServerExited:
             read.how = "exited"
             return read
+
+    async def _turn_completed(self, ctx: TurnContext, params: dict[str, Any], read: _Read) -> bool:
+        """Our turn's ``turn/completed`` (True) fills ``read`` and closes the calls it left
+        open; another turn's is passed by (False)."""
+        turn = params.get("turn") or {}
+        if turn.get("id") != self.turn_id:
+            return False
+        read.status = str(turn.get("status") or "")
+        read.error = turn.get("error")
+        read.overflow = read.overflow or is_overflow(read.error)
+        leftover = self.responses.interrupted("the turn ended", ctx.now)
+        if leftover:
+            await ctx.append(leftover)
+        return True
 
     async def _steer(self, ctx: TurnContext) -> None:
         """Human messages logged during the turn join it (``turn/steer``), as they would join
@@ -431,6 +488,14 @@ class CodexEngine:
         server, self.server = self.server, None
         if server is not None:
             await server.close()
+
+    async def _abandon(self) -> None:
+        """Kill the app-server at once and forget the calls it was running (the runtime
+        closes those the log shows open)."""
+        server, self.server = self.server, None
+        self.responses.forget()
+        if server is not None:
+            await _child.kill(server.process)
 
 
 def _missed(reason: str) -> str:

@@ -3,7 +3,7 @@ answers a thread with several sessions needs."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -14,7 +14,7 @@ import pytest
 from adapters import ENGINES
 from condensate import asks
 from condensate.curator import Curator
-from condensate.engine import ThreadSpec
+from condensate.engine import EngineFactory, ThreadSpec
 from condensate.errors import Refused
 from condensate.events import UserMessage, now_utc
 from condensate.meter import ModelWindow
@@ -26,11 +26,25 @@ from condensate.testing.fake_model import FakeModelServer, Text
 
 
 @asynccontextmanager
-async def running(tmp_path: Path) -> AsyncIterator[Runtime]:
+async def running(
+    tmp_path: Path,
+    engines: Mapping[str, EngineFactory] = ENGINES,
+    fake: FakeModelServer | None = None,
+) -> AsyncIterator[Runtime]:
     """A runtime with its task group; a context manager, not a fixture, because a task group
-    must be left in the task that entered it."""
-    async with FakeModelServer() as fake, aiohttp.ClientSession() as session:
-        settings = Settings(home=tmp_path, anthropic_base_url=fake.url, anthropic_api_key="k")
+    must be left in the task that entered it. ``fake`` is a server the caller runs and
+    scripts; by default one of its own answers "done"."""
+    async with FakeModelServer() as own, aiohttp.ClientSession() as session:
+        if fake is None:
+            fake = own
+            fake.queue(Text("done"))
+        settings = Settings(
+            home=tmp_path,
+            anthropic_base_url=fake.url,
+            anthropic_api_key="k",
+            openai_base_url=fake.url + "/v1",
+            openai_api_key="k",
+        )
         providers = settings.providers()
 
         def client_for(model: str) -> ModelClient:
@@ -39,12 +53,11 @@ async def running(tmp_path: Path) -> AsyncIterator[Runtime]:
         async def window_for(model: str) -> ModelWindow:
             return ModelWindow(200_000, resolved=True)
 
-        fake.queue(Text("done"))
         with EventLog.open(settings.db_path) as log:
             runtime = Runtime(
                 settings,
                 log,
-                ENGINES,
+                engines,
                 Curator(settings.curator(), client_for),
                 client_for,
                 window_for,

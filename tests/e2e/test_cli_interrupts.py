@@ -1,0 +1,68 @@
+"""The operator's interrupt on the CLI engines: the real ``claude`` and ``codex`` CLIs, driven by
+a runtime in process against the fake model server, are stopped mid-stream within 2 s (Claude
+Code's ``interrupt`` control request, Codex's ``turn/interrupt``), the turn is logged as
+interrupted by the operator, and the next message is answered in the same CLI process."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from condensate.engine import INTERRUPTED_BY_OPERATOR, ThreadSpec
+from condensate.events import Engine
+from condensate.runtime import Runtime, Thread
+from condensate.testing.fake_model import FakeModelServer, Slow, Text
+from tests.integration.test_runtime import running
+
+CASES = [("claude", "anthropic:claude-sonnet-4-5"), ("codex", "openai:gpt-5.5")]
+
+
+def logged(runtime: Runtime, thread: Thread) -> list[Any]:
+    return [s.event for s in runtime.log.replay(thread.thread_id)]
+
+
+def generations(fake: FakeModelServer, name: str) -> int:
+    return sum(1 for r in fake.requests if r.model == name)
+
+
+@pytest.mark.parametrize(("engine", "model"), CASES)
+async def test_an_interrupt_stops_a_streaming_cli_turn_and_the_next_message_is_answered(
+    tmp_path: Path, fake: FakeModelServer, workdir: Path, engine: Engine, model: str
+) -> None:
+    """A turn whose reply streams for 30 s is interrupted within 2 s and ends interrupted by
+    the operator; the thread is idle, and a message sent next is answered by the same CLI
+    process (no new session)."""
+    name = model.split(":", 1)[1]
+    fake.queue(Slow(Text("never finished"), chunk_delay=1.0, chunks=30), model=name)
+    fake.queue(Text("answered after the interrupt"), model=name)
+    async with running(tmp_path / "home", fake=fake) as runtime:
+        thread = await runtime.create(
+            ThreadSpec(engine=engine, model=model, cwd=str(workdir), brief="stream slowly")
+        )
+        with anyio.fail_after(60):
+            while generations(fake, name) < 1:  # noqa: ASYNC110 - the fake has no event for it
+                await anyio.sleep(0.05)
+        await anyio.sleep(1.5)  # well inside the stream
+        began = time.monotonic()
+        answer = await runtime.interrupt(thread)
+        took = time.monotonic() - began
+        idle = not thread.running
+        first = [e for e in logged(runtime, thread) if e.kind == "turn.ended"]
+        await runtime.steer(thread, "are you still there?")
+        with anyio.fail_after(60):
+            await thread.turn_done.wait()
+        events = logged(runtime, thread)
+    ends = [e for e in events if e.kind == "turn.ended"]
+    replies = [e.text for e in events if e.kind == "message.assistant"]
+    starts = [e for e in events if e.kind == "engine.notice" and e.notice.startswith("session")]
+    assert answer is True
+    assert took < 2.0, took
+    assert idle
+    assert (first[-1].outcome, first[-1].reason) == ("interrupted", INTERRUPTED_BY_OPERATOR)
+    assert ends[-1].outcome == "completed", ends[-1]
+    assert replies[-1] == "answered after the interrupt"
+    assert len(starts) == 1, starts  # the CLI honoured the interrupt: no restart was needed
