@@ -13,8 +13,13 @@ CondensateError
     ├── AuthenticationFailed   401/403: a missing or wrong key
     ├── RateLimited            429 (.retry_after)
     ├── ProviderUnavailable    5xx, 529 overloaded
-    ├── TransportFailed        connection refused or reset, a timeout
+    ├── TransportFailed        connection refused or reset, a read timeout, the call deadline
+    ├── MalformedResponse      a reply that cannot be read: a non-JSON line or body, a stream
+    │                          without its start or end, JSON of the wrong shape (retryable)
     └── MalformedRequest       any other 4xx: a broken history, an unknown model
+
+Tool arguments that cannot be read are no error: the completion lists them in
+``invalid_arguments`` and the model is told, so it can correct them.
 
 Only ContextWindowExceeded ever triggers a window; the others never count as a refusal.
 
@@ -118,6 +123,14 @@ class ProviderUnavailable(ProviderError):
 
 class TransportFailed(ProviderError):
     code = "transport-failed"
+    retryable = True
+
+
+class MalformedResponse(ProviderError):
+    """The provider answered, but not in its API's shape: the stream broke or the reply is
+    garbage, so trying again may help."""
+
+    code = "malformed-response"
     retryable = True
 
 

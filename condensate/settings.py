@@ -16,7 +16,7 @@ from condensate.curator import CuratorSettings
 from condensate.errors import ConfigError
 from condensate.planner import PlannerSettings
 from condensate.providers import Endpoint, ProviderSettings
-from condensate.providers._http import RetryPolicy
+from condensate.providers._http import RetryPolicy, Timeouts
 
 
 def default_home() -> Path:
@@ -65,6 +65,10 @@ class Settings(BaseSettings):
     chat_base_url: str = "http://127.0.0.1:8000/v1"
     chat_api_key: str = "none"
     provider_retries: int = Field(default=3, ge=0, le=10)
+    provider_timeout_s: float = Field(default=600.0, gt=0)
+    """The deadline for one whole provider call, every retry and wait included."""
+    provider_read_timeout_s: float = Field(default=120.0, gt=0)
+    """The longest a provider may stay silent: before its headers, or between two chunks."""
     model_windows: dict[str, int] = Field(default_factory=dict)
     """Explicit windows by model, as JSON: ``{"chat:qwen3-coder": 32768}``."""
 
@@ -105,6 +109,7 @@ class Settings(BaseSettings):
             openai=Endpoint(self.openai_base_url, self.openai_api_key),
             chat=Endpoint(self.chat_base_url, self.chat_api_key),
             retry=RetryPolicy(max_retries=self.provider_retries),
+            timeouts=Timeouts(call=self.provider_timeout_s, read=self.provider_read_timeout_s),
         )
 
     def curator(self) -> CuratorSettings:

@@ -3,7 +3,8 @@ Completions, their error classes (in ``condensate.errors``) and model windows.
 
 A model is named ``provider:model``: ``anthropic:claude-sonnet-4-5``, ``openai:gpt-5-mini``,
 ``chat:qwen3-coder`` (any Chat Completions server: vLLM, Ollama, ...). Base URLs and keys come
-from settings.
+from settings, and so do the bounds of a call (``Timeouts``: a deadline for the whole call,
+retries included, and a read timeout between chunks).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Literal, Protocol
 import aiohttp
 
 from condensate.errors import ConfigError
-from condensate.providers._http import DEFAULT_TIMEOUT, RetryPolicy
+from condensate.providers._http import RetryPolicy, Timeouts
 from condensate.providers.anthropic import AnthropicClient
 from condensate.providers.openai import ChatClient, ResponsesClient
 from condensate.providers.types import Completion, Request
@@ -76,7 +77,7 @@ class ProviderSettings:
     openai: Endpoint = Endpoint("https://api.openai.com/v1", "")
     chat: Endpoint = Endpoint("http://127.0.0.1:8000/v1", "none")
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    timeout: aiohttp.ClientTimeout = DEFAULT_TIMEOUT
+    timeouts: Timeouts = field(default_factory=Timeouts)
 
     def endpoint(self, provider: Provider) -> Endpoint:
         return {"anthropic": self.anthropic, "openai": self.openai, "chat": self.chat}[provider]
@@ -98,5 +99,5 @@ def make_client(
         endpoint.api_key,
         session=session,
         retry=settings.retry,
-        timeout=settings.timeout,
+        timeouts=settings.timeouts,
     )

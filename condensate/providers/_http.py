@@ -4,9 +4,10 @@ with backoff, and reading a streamed body into server events. The I/O edge of pr
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,13 +24,36 @@ from condensate.errors import (
     RateLimited,
     TransportFailed,
 )
+from condensate.providers import _parse
 from condensate.providers.sse import ServerEvent, SSEParser
 from condensate.providers.types import Completion, Request
 
 log = structlog.get_logger()
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=300)
+CALL_SETTING = "CONDENSATE_PROVIDER_TIMEOUT_S"
+READ_SETTING = "CONDENSATE_PROVIDER_READ_TIMEOUT_S"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long one provider call may take, in seconds.
+
+    ``call`` bounds the whole call: every attempt and every wait between retries. ``read``
+    bounds each silence: the wait for the response's headers and the gap between two chunks
+    of its body. ``connect`` bounds opening a connection.
+
+    >>> Timeouts(call=600, read=120)          # the defaults
+    >>> Timeouts(call=5, read=0.2)            # a stall is cut fast in tests
+    """
+
+    call: float = 600.0
+    read: float = 120.0
+    connect: float = 10.0
+
+    def client_timeout(self) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(total=None, sock_connect=self.connect, sock_read=self.read)
+
 
 _ANTHROPIC_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)", re.I)
 _OPENAI_MAX_CONTEXT = re.compile(
@@ -112,22 +136,56 @@ def _retry_after(headers: dict[str, str]) -> float | None:
 
 
 async def with_retries(
-    provider: str, policy: RetryPolicy, attempt: Callable[[], Awaitable[T]]
+    provider: str,
+    policy: RetryPolicy,
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    deadline: float | None = None,
 ) -> T:
-    """Run ``attempt``; retry it on retryable errors up to ``policy.max_retries`` times."""
+    """Run ``attempt``; retry it on retryable errors up to ``policy.max_retries`` times.
+
+    With a ``deadline`` (seconds) the whole loop ends by then, waits included: an attempt
+    gets what is left of it, and a retry whose wait would reach it is not made (the last
+    error is raised). An attempt cut by the deadline is a TransportFailed naming it.
+    """
+    end = anyio.current_time() + (deadline if deadline is not None else math.inf)
     for number in range(policy.max_retries + 1):
         try:
-            return await attempt()
+            with anyio.move_on_after(end - anyio.current_time()):
+                return await attempt()
         except ProviderError as exc:
             if not exc.retryable or number == policy.max_retries:
                 raise
             wait = policy.delay(number, getattr(exc, "retry_after", None))
+            if anyio.current_time() + wait >= end:
+                log.info("provider_retry_skipped", provider=provider, error=exc.code, wait=wait)
+                raise
             log.info(
                 "provider_retry", provider=provider, attempt=number + 1, wait=wait, error=exc.code
             )
             await anyio.sleep(wait)
+            continue
+        msg = (
+            f"{provider} gave no complete answer within {deadline:g} s, the deadline for a "
+            f"whole call ({CALL_SETTING}), after {number + 1} attempt(s)."
+        )
+        raise TransportFailed(msg, provider=provider)
     msg = "unreachable: the retry loop always returns or raises"
     raise AssertionError(msg)
+
+
+def _transport_failed(
+    provider: str, exc: BaseException, what: str, read_timeout: float
+) -> TransportFailed:
+    """A broken connection, named; a read timeout names its limit and the setting."""
+    if isinstance(exc, aiohttp.SocketTimeoutError):
+        msg = (
+            f"{what}: {provider} sent nothing for {read_timeout:g} s, the read timeout "
+            f"({READ_SETTING})."
+        )
+    else:
+        msg = f"{what}: {_describe(exc)}"
+    return TransportFailed(msg, provider=provider)
 
 
 async def post(
@@ -137,17 +195,23 @@ async def post(
     headers: dict[str, str],
     body: dict[str, Any],
     *,
-    limits: aiohttp.ClientTimeout,
+    timeouts: Timeouts,
 ) -> aiohttp.ClientResponse:
     """POST a JSON body; any status but 200 becomes the provider error it is."""
     try:
-        response = await session.post(url, json=body, headers=headers, timeout=limits)
+        response = await session.post(
+            url, json=body, headers=headers, timeout=timeouts.client_timeout()
+        )
     except (aiohttp.ClientError, TimeoutError) as exc:
-        msg = f"Could not reach {provider} at {url}: {_describe(exc)}"
-        raise TransportFailed(msg, provider=provider) from exc
+        what = f"No answer from {provider} at {url}"
+        raise _transport_failed(provider, exc, what, timeouts.read) from exc
     if response.status != 200:
-        async with response:
-            raw = await response.read()
+        try:
+            async with response:
+                raw = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            what = f"The {provider} error response broke off"
+            raise _transport_failed(provider, exc, what, timeouts.read) from exc
         try:
             parsed: Any = json.loads(raw)
         except ValueError:
@@ -156,8 +220,11 @@ async def post(
     return response
 
 
-async def events(response: aiohttp.ClientResponse, provider: str) -> AsyncIterator[ServerEvent]:
-    """The server events of a streamed response; a broken stream is a transport failure."""
+async def events(
+    response: aiohttp.ClientResponse, provider: str, read_timeout: float
+) -> AsyncGenerator[ServerEvent, None]:
+    """The server events of a streamed response; a broken or stalled stream is a transport
+    failure."""
     parser = SSEParser()
     try:
         async with response:
@@ -167,29 +234,25 @@ async def events(response: aiohttp.ClientResponse, provider: str) -> AsyncIterat
             for event in parser.close():
                 yield event
     except (aiohttp.ClientError, TimeoutError) as exc:
-        msg = f"The {provider} stream broke off: {_describe(exc)}"
-        raise TransportFailed(msg, provider=provider) from exc
+        what = f"The {provider} stream broke off"
+        raise _transport_failed(provider, exc, what, read_timeout) from exc
 
 
-async def read_json(response: aiohttp.ClientResponse, provider: str) -> Any:
+async def read_json(
+    response: aiohttp.ClientResponse, provider: str, read_timeout: float
+) -> dict[str, Any]:
+    """A whole reply's JSON object; anything else is MalformedResponse."""
     try:
         async with response:
-            return await response.json(content_type=None)
+            raw = await response.read()
     except (aiohttp.ClientError, TimeoutError) as exc:
-        msg = f"The {provider} response broke off: {_describe(exc)}"
-        raise TransportFailed(msg, provider=provider) from exc
-    except ValueError as exc:
-        msg = f"{provider} answered 200 with a body that is not JSON."
-        raise ProviderUnavailable(msg, provider=provider) from exc
+        what = f"The {provider} response broke off"
+        raise _transport_failed(provider, exc, what, read_timeout) from exc
+    return _parse.body(provider, raw, response.headers.get("content-type", ""))
 
 
 def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
-
-
-def load(data: str) -> dict[str, Any]:
-    parsed = json.loads(data)
-    return parsed if isinstance(parsed, dict) else {}
 
 
 class JsonApiClient:
@@ -205,22 +268,35 @@ class JsonApiClient:
         *,
         session: aiohttp.ClientSession,
         retry: RetryPolicy | None = None,
-        timeout: aiohttp.ClientTimeout = DEFAULT_TIMEOUT,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self.url = url
         self.headers = {**headers, "content-type": "application/json"}
         self.session = session
         self.retry = retry or RetryPolicy()
-        self.timeout = timeout
+        self.timeouts = timeouts or Timeouts()
 
     async def complete(self, request: Request) -> Completion:
-        """One call, retried on retryable errors within the policy."""
-        return await with_retries(self.provider, self.retry, lambda: self._once(request))
+        """One call, retried on retryable errors within the policy and the call deadline."""
+        return await with_retries(
+            self.provider,
+            self.retry,
+            lambda: self._once(request),
+            deadline=self.timeouts.call,
+        )
 
     async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
         return await post(
-            self.session, self.provider, self.url, self.headers, body, limits=self.timeout
+            self.session, self.provider, self.url, self.headers, body, timeouts=self.timeouts
         )
+
+    def _events(self, response: aiohttp.ClientResponse) -> AsyncGenerator[ServerEvent, None]:
+        """The stream's events; read it under ``contextlib.aclosing`` so that leaving early
+        releases the connection at once."""
+        return events(response, self.provider, self.timeouts.read)
+
+    async def _json(self, response: aiohttp.ClientResponse) -> dict[str, Any]:
+        return await read_json(response, self.provider, self.timeouts.read)
 
     async def _once(self, request: Request) -> Completion:
         raise NotImplementedError

@@ -4,14 +4,15 @@ thinking, usage read as input + cache read + cache write. The wire format is the
 
 from __future__ import annotations
 
-import json
+from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
 
 from condensate.events import ThinkingBlock, ToolCall
-from condensate.providers import _http
-from condensate.providers._http import DEFAULT_TIMEOUT, RetryPolicy
+from condensate.providers import _http, _parse
+from condensate.providers._http import RetryPolicy, Timeouts
 from condensate.providers.types import (
     Completion,
     Message,
@@ -23,6 +24,7 @@ from condensate.providers.types import (
     Usage,
 )
 
+PROVIDER = "anthropic"
 API_VERSION = "2023-06-01"
 THINKING_BUDGET = 4_096
 
@@ -80,86 +82,107 @@ def _usage(raw: dict[str, Any], output: int | None = None) -> Usage:
 
 
 def completion_from_json(body: dict[str, Any]) -> Completion:
+    """A Messages API reply as a Completion; a reply of the wrong shape is MalformedResponse.
+    A tool_use block may carry ``_raw``, its streamed input text, read here so that input cut
+    off at max_tokens or not JSON becomes an ``invalid_arguments`` entry."""
+    with _parse.shaped(PROVIDER, "the message"):
+        return _completion(body)
+
+
+def _completion(body: dict[str, Any]) -> Completion:
     text: list[str] = []
     calls: list[ToolCall] = []
+    invalid: dict[str, str] = {}
     thinking: list[ThinkingBlock] = []
-    for block in body.get("content", []):
-        if block.get("type") == "text":
-            text.append(block.get("text", ""))
-        elif block.get("type") == "tool_use":
-            calls.append(
-                ToolCall(id=block["id"], name=block["name"], arguments=block.get("input") or {})
+    stop_reason = str(body.get("stop_reason") or "")
+    for block in _parse.need(PROVIDER, body.get("content"), list, "the message's content"):
+        _parse.need(PROVIDER, block, dict, "a content block")
+        kind = block.get("type")
+        if kind == "text":
+            text.append(str(block.get("text") or ""))
+        elif kind == "tool_use":
+            name, call_id = block.get("name"), block.get("id")
+            if not name or not isinstance(name, str) or not call_id or not isinstance(call_id, str):
+                msg = f"a tool_use block lacks its name or id: {_parse.quote(repr(block))}."
+                raise _parse.malformed(PROVIDER, msg)
+            raw = block.get("_raw")
+            arguments = (
+                _parse.arguments(name, raw, cut=stop_reason == "max_tokens")
+                if raw
+                else _parse.input_object(name, block.get("input"))
             )
-        elif block.get("type") == "thinking":
+            calls.append(ToolCall(id=call_id, name=name, arguments=arguments.value))
+            if arguments.problem is not None:
+                invalid[call_id] = arguments.problem
+        elif kind == "thinking":
             thinking.append(
-                ThinkingBlock(text=block.get("thinking", ""), signature=block.get("signature", ""))
+                ThinkingBlock(
+                    text=str(block.get("thinking") or ""),
+                    signature=str(block.get("signature") or ""),
+                )
             )
     return Completion(
         text="".join(text),
         tool_calls=tuple(calls),
         thinking=tuple(thinking),
         usage=_usage(body.get("usage") or {}),
-        stop_reason=body.get("stop_reason") or "",
-        message_id=body.get("id", ""),
-        model=body.get("model", ""),
+        stop_reason=stop_reason,
+        message_id=str(body.get("id") or ""),
+        model=str(body.get("model") or ""),
+        invalid_arguments=invalid,
     )
 
 
 class _StreamState:
-    """Folds Messages API stream events into a Completion."""
+    """Folds Messages API stream events into a Completion; a stream without its
+    message_start or its message_stop is MalformedResponse, never an empty success."""
 
     def __init__(self) -> None:
-        self.message: dict[str, Any] = {}
+        self.message: dict[str, Any] | None = None
         self.blocks: dict[int, dict[str, Any]] = {}
         self.stop_reason = ""
         self.output: int | None = None
+        self.stopped = False
 
     def feed(self, data: dict[str, Any]) -> None:
         kind = data.get("type")
         if kind == "message_start":
-            self.message = data.get("message", {})
+            self.message = _parse.need(PROVIDER, data.get("message"), dict, "message_start")
         elif kind == "content_block_start":
-            block = dict(data.get("content_block", {}))
-            block["_json"] = ""
+            block = dict(_parse.need(PROVIDER, data.get("content_block"), dict, "a block start"))
+            block["_raw"] = ""
             self.blocks[int(data.get("index", len(self.blocks)))] = block
         elif kind == "content_block_delta":
-            block = self.blocks.setdefault(int(data.get("index", 0)), {"type": "text", "_json": ""})
-            delta = data.get("delta", {})
+            block = self.blocks.setdefault(int(data.get("index", 0)), {"type": "text", "_raw": ""})
+            delta = data.get("delta") or {}
             match delta.get("type"):
                 case "text_delta":
-                    block["text"] = block.get("text", "") + delta.get("text", "")
+                    block["text"] = block.get("text", "") + str(delta.get("text") or "")
                 case "input_json_delta":
-                    block["_json"] += delta.get("partial_json", "")
+                    block["_raw"] += str(delta.get("partial_json") or "")
                 case "thinking_delta":
-                    block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+                    block["thinking"] = block.get("thinking", "") + str(delta.get("thinking") or "")
                 case "signature_delta":
-                    block["signature"] = delta.get("signature", "")
+                    block["signature"] = str(delta.get("signature") or "")
         elif kind == "message_delta":
-            self.stop_reason = data.get("delta", {}).get("stop_reason") or self.stop_reason
+            self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
             usage = data.get("usage") or {}
             if "output_tokens" in usage:
                 self.output = int(usage["output_tokens"])
+        elif kind == "message_stop":
+            self.stopped = True
 
     def completion(self) -> Completion:
-        content = []
-        for index in sorted(self.blocks):
-            block = dict(self.blocks[index])
-            raw = block.pop("_json")
-            if block.get("type") == "tool_use" and raw:
-                block["input"] = json.loads(raw)
-            content.append(block)
+        if self.message is None:
+            raise _parse.malformed(PROVIDER, "the stream had no message_start event.")
+        if not self.stopped:
+            raise _parse.malformed(PROVIDER, "the stream ended before its message_stop event.")
+        content = [self.blocks[index] for index in sorted(self.blocks)]
         body = {**self.message, "content": content, "stop_reason": self.stop_reason}
         done = completion_from_json(body)
-        usage = _usage(self.message.get("usage") or {}, self.output)
-        return Completion(
-            done.text,
-            done.tool_calls,
-            done.thinking,
-            usage,
-            done.stop_reason,
-            done.message_id,
-            done.model,
-        )
+        with _parse.shaped(PROVIDER, "message_start's usage"):
+            usage = _usage(self.message.get("usage") or {}, self.output)
+        return replace(done, usage=usage)
 
 
 class AnthropicClient(_http.JsonApiClient):
@@ -170,7 +193,7 @@ class AnthropicClient(_http.JsonApiClient):
     ...     reply = await client.complete(Request("claude-sonnet-4-5", (Message.user("hi"),)))
     """
 
-    provider = "anthropic"
+    provider = PROVIDER
 
     def __init__(
         self,
@@ -179,20 +202,24 @@ class AnthropicClient(_http.JsonApiClient):
         *,
         session: aiohttp.ClientSession,
         retry: RetryPolicy | None = None,
-        timeout: aiohttp.ClientTimeout = DEFAULT_TIMEOUT,
+        timeouts: Timeouts | None = None,
     ) -> None:
         headers = {"x-api-key": api_key, "anthropic-version": API_VERSION}
         url = base_url.rstrip("/") + "/v1/messages"
-        super().__init__(url, headers, session=session, retry=retry, timeout=timeout)
+        super().__init__(url, headers, session=session, retry=retry, timeouts=timeouts)
 
     async def _once(self, request: Request) -> Completion:
         response = await self._post(request_body(request))
         if not request.stream:
-            return completion_from_json(await _http.read_json(response, self.provider))
+            return completion_from_json(await self._json(response))
         state = _StreamState()
-        async for event in _http.events(response, self.provider):
-            data = _http.load(event.data) if event.data else {}
-            if data.get("type") == "error" or event.event == "error":
-                raise _http.classify(self.provider, 200, data)
-            state.feed(data)
+        async with aclosing(self._events(response)) as stream:
+            async for event in stream:
+                if not event.data:
+                    continue
+                data = _parse.event_data(self.provider, event.data)
+                if data.get("type") == "error" or event.event == "error":
+                    raise _http.classify(self.provider, 200, data)
+                with _parse.shaped(self.provider, f"a {event.event} event"):
+                    state.feed(data)
         return state.completion()

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import aclosing
 from typing import Any
 
 import aiohttp
 
-from condensate.errors import TransportFailed
 from condensate.events import ToolCall
-from condensate.providers import _http
-from condensate.providers._http import DEFAULT_TIMEOUT, RetryPolicy
+from condensate.providers import _http, _parse
+from condensate.providers._http import RetryPolicy, Timeouts
 from condensate.providers.types import (
     Completion,
     Request,
@@ -32,11 +32,24 @@ def _usage(raw: dict[str, Any], prompt_key: str, output_key: str, details_key: s
     return Usage(input=prompt - cached, cache_read=cached, output=int(raw.get(output_key) or 0))
 
 
-def _arguments(raw: str) -> dict[str, Any]:
-    if not raw:
-        return {}
-    parsed = json.loads(raw)
-    return parsed if isinstance(parsed, dict) else {"value": parsed}
+def _calls(
+    provider: str, raw_calls: list[tuple[str, Any, Any]], *, cut: bool
+) -> tuple[tuple[ToolCall, ...], dict[str, str]]:
+    """Tool calls from (id, name, arguments text); a call without a name is MalformedResponse,
+    arguments that cannot be read are listed by call id with the reason, the call left
+    with ``{}``."""
+    calls: list[ToolCall] = []
+    invalid: dict[str, str] = {}
+    for call_id, name, raw in raw_calls:
+        if not name or not isinstance(name, str):
+            msg = f"a tool call has no name (id {call_id!r})."
+            raise _parse.malformed(provider, msg)
+        text = raw if isinstance(raw, str) else json.dumps(raw)
+        arguments = _parse.arguments(name, text, cut=cut)
+        calls.append(ToolCall(id=str(call_id or ""), name=name, arguments=arguments.value))
+        if arguments.problem is not None:
+            invalid[str(call_id or "")] = arguments.problem
+    return tuple(calls), invalid
 
 
 class _Client(_http.JsonApiClient):
@@ -50,12 +63,12 @@ class _Client(_http.JsonApiClient):
         *,
         session: aiohttp.ClientSession,
         retry: RetryPolicy | None = None,
-        timeout: aiohttp.ClientTimeout = DEFAULT_TIMEOUT,
+        timeouts: Timeouts | None = None,
     ) -> None:
         base = base_url.rstrip("/")
         url = base + self.path if base.endswith("/v1") else base + "/v1" + self.path
         headers = {"authorization": f"Bearer {api_key}"}
-        super().__init__(url, headers, session=session, retry=retry, timeout=timeout)
+        super().__init__(url, headers, session=session, retry=retry, timeouts=timeouts)
 
 
 class ResponsesClient(_Client):
@@ -118,50 +131,74 @@ class ResponsesClient(_Client):
 
     @staticmethod
     def completion(response: dict[str, Any]) -> Completion:
-        text: list[str] = []
-        calls: list[ToolCall] = []
-        for item in response.get("output") or []:
-            if item.get("type") == "message":
-                text += [
-                    c.get("text", "")
-                    for c in item.get("content", [])
-                    if c.get("type") == "output_text"
-                ]
-            elif item.get("type") == "function_call":
-                calls.append(
-                    ToolCall(
-                        id=item.get("call_id") or item.get("id", ""),
-                        name=item["name"],
-                        arguments=_arguments(item.get("arguments", "")),
-                    )
-                )
-        usage = _usage(
-            response.get("usage") or {}, "input_tokens", "output_tokens", "input_tokens_details"
-        )
-        return Completion(
-            text="".join(text),
-            tool_calls=tuple(calls),
-            thinking=(),
-            usage=usage,
-            stop_reason="tool_use" if calls else str(response.get("status", "")),
-            message_id=response.get("id", ""),
-            model=response.get("model", ""),
-        )
+        """A finished (or incomplete) response as a Completion. One cut at its output limit
+        stops with ``max_tokens``, and its last call's arguments may be cut off."""
+        with _parse.shaped("openai", "the response"):
+            return _responses_completion(response)
 
     async def _once(self, request: Request) -> Completion:
         response = await self._post(self.request_body(request))
         if not request.stream:
-            return self.completion(await _http.read_json(response, self.provider))
-        async for event in _http.events(response, self.provider):
-            data = _http.load(event.data) if event.data else {}
-            kind = data.get("type", event.event)
-            if kind == "response.completed":
-                return self.completion(data.get("response", {}))
-            if kind in ("response.failed", "response.incomplete", "error"):
-                failure = data.get("response", {}).get("error") or data.get("error") or data
-                raise _http.classify(self.provider, 200, {"error": failure})
-        msg = "The responses stream ended without response.completed."
-        raise TransportFailed(msg, provider=self.provider)
+            return self.completion(await self._json(response))
+        async with aclosing(self._events(response)) as stream:
+            async for event in stream:
+                if not event.data:
+                    continue
+                data = _parse.event_data(self.provider, event.data)
+                kind = data.get("type", event.event)
+                if kind in ("response.completed", "response.incomplete"):
+                    what = f"the {kind} event"
+                    return self.completion(
+                        _parse.need(self.provider, data.get("response"), dict, what)
+                    )
+                if kind in ("response.failed", "error"):
+                    with _parse.shaped(self.provider, f"the {kind} event"):
+                        failure = (
+                            (data.get("response") or {}).get("error") or data.get("error") or data
+                        )
+                    raise _http.classify(self.provider, 200, {"error": failure})
+        msg = "the stream ended without response.completed."
+        raise _parse.malformed(self.provider, msg)
+
+
+def _responses_completion(response: dict[str, Any]) -> Completion:
+    provider = "openai"
+    text: list[str] = []
+    raw_calls: list[tuple[str, Any, Any]] = []
+    for item in _parse.need(provider, response.get("output"), list, "the response's output"):
+        _parse.need(provider, item, dict, "an output item")
+        if item.get("type") == "message":
+            text += [
+                str(c.get("text") or "")
+                for c in item.get("content") or []
+                if c.get("type") == "output_text"
+            ]
+        elif item.get("type") == "function_call":
+            call_id = item.get("call_id") or item.get("id") or ""
+            raw_calls.append((call_id, item.get("name"), item.get("arguments") or ""))
+    status = str(response.get("status") or "")
+    reason = str((response.get("incomplete_details") or {}).get("reason") or "")
+    cut = status == "incomplete" and reason == "max_output_tokens"
+    calls, invalid = _calls(provider, raw_calls, cut=cut)
+    usage = _usage(
+        response.get("usage") or {}, "input_tokens", "output_tokens", "input_tokens_details"
+    )
+    if cut:
+        stop = "max_tokens"
+    elif calls:
+        stop = "tool_use"
+    else:
+        stop = reason or status
+    return Completion(
+        text="".join(text),
+        tool_calls=calls,
+        thinking=(),
+        usage=usage,
+        stop_reason=stop,
+        message_id=str(response.get("id") or ""),
+        model=str(response.get("model") or ""),
+        invalid_arguments=invalid,
+    )
 
 
 class ChatClient(_Client):
@@ -228,14 +265,11 @@ class ChatClient(_Client):
         message_id: str,
         model: str,
     ) -> Completion:
-        tool_calls = tuple(
-            ToolCall(
-                id=c.get("id", ""),
-                name=c["function"]["name"],
-                arguments=_arguments(c["function"].get("arguments", "")),
-            )
+        raw_calls = [
+            (c.get("id") or "", (c.get("function") or {}).get("name"), _function_arguments(c))
             for c in calls
-        )
+        ]
+        tool_calls, invalid = _calls("chat", raw_calls, cut=finish == "length")
         return Completion(
             text=text,
             tool_calls=tool_calls,
@@ -244,52 +278,93 @@ class ChatClient(_Client):
             stop_reason=finish,
             message_id=message_id,
             model=model,
+            invalid_arguments=invalid,
         )
 
     async def _once(self, request: Request) -> Completion:
         response = await self._post(self.request_body(request))
         if not request.stream:
-            data = await _http.read_json(response, self.provider)
-            choice = (data.get("choices") or [{}])[0]
-            message = choice.get("message") or {}
-            return self._finish(
-                message.get("content") or "",
-                message.get("tool_calls") or [],
-                data.get("usage") or {},
-                finish=choice.get("finish_reason") or "",
-                message_id=data.get("id", ""),
-                model=data.get("model", ""),
-            )
-        text: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        usage: dict[str, Any] = {}
-        finish, message_id, model = "", "", ""
-        async for event in _http.events(response, self.provider):
-            if event.data.strip() == "[DONE]":
-                break
-            data = _http.load(event.data) if event.data else {}
+            data = await self._json(response)
             if "error" in data:
                 raise _http.classify(self.provider, 200, data)
-            message_id, model = data.get("id", message_id), data.get("model", model)
-            usage = data.get("usage") or usage
-            for choice in data.get("choices") or []:
-                delta = choice.get("delta") or {}
-                text.append(delta.get("content") or "")
-                for part in delta.get("tool_calls") or []:
-                    call = calls.setdefault(
-                        int(part.get("index", 0)),
-                        {"id": "", "function": {"name": "", "arguments": ""}},
-                    )
-                    call["id"] = part.get("id") or call["id"]
-                    function = part.get("function") or {}
-                    call["function"]["name"] += function.get("name") or ""
-                    call["function"]["arguments"] += function.get("arguments") or ""
-                finish = choice.get("finish_reason") or finish
+            with _parse.shaped(self.provider, "the completion"):
+                return self._whole(data)
+        chunks = _ChatChunks()
+        async with aclosing(self._events(response)) as stream:
+            async for event in stream:
+                if event.data.strip() == "[DONE]":
+                    chunks.done = True
+                    break
+                if not event.data:
+                    continue
+                data = _parse.event_data(self.provider, event.data)
+                if "error" in data:
+                    raise _http.classify(self.provider, 200, data)
+                with _parse.shaped(self.provider, "a chunk"):
+                    chunks.feed(data)
+        if not chunks.seen:
+            raise _parse.malformed(self.provider, "the stream carried no chunks.")
+        if not (chunks.done or chunks.finish):
+            msg = "the stream ended before a finish_reason or [DONE]."
+            raise _parse.malformed(self.provider, msg)
+        with _parse.shaped(self.provider, "the streamed completion"):
+            return self._finish(
+                "".join(chunks.text),
+                [chunks.calls[i] for i in sorted(chunks.calls)],
+                chunks.usage,
+                finish=chunks.finish,
+                message_id=chunks.message_id,
+                model=chunks.model,
+            )
+
+    def _whole(self, data: dict[str, Any]) -> Completion:
+        choices = _parse.need(self.provider, data.get("choices"), list, "the choices")
+        if not choices:
+            raise _parse.malformed(self.provider, "the completion has no choices.")
+        choice = _parse.need(self.provider, choices[0], dict, "the first choice")
+        message = _parse.need(self.provider, choice.get("message"), dict, "the choice's message")
         return self._finish(
-            "".join(text),
-            [calls[i] for i in sorted(calls)],
-            usage,
-            finish=finish,
-            message_id=message_id,
-            model=model,
+            str(message.get("content") or ""),
+            message.get("tool_calls") or [],
+            data.get("usage") or {},
+            finish=str(choice.get("finish_reason") or ""),
+            message_id=str(data.get("id") or ""),
+            model=str(data.get("model") or ""),
         )
+
+
+def _function_arguments(call: dict[str, Any]) -> Any:
+    return (call.get("function") or {}).get("arguments") or ""
+
+
+class _ChatChunks:
+    """Folds Chat Completions chunks: text, tool calls by index, usage, the finish reason."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, Any] = {}
+        self.finish = ""
+        self.message_id = ""
+        self.model = ""
+        self.seen = False
+        self.done = False
+
+    def feed(self, data: dict[str, Any]) -> None:
+        self.seen = True
+        self.message_id = str(data.get("id") or self.message_id)
+        self.model = str(data.get("model") or self.model)
+        self.usage = data.get("usage") or self.usage
+        for choice in data.get("choices") or []:
+            delta = choice.get("delta") or {}
+            self.text.append(str(delta.get("content") or ""))
+            for part in delta.get("tool_calls") or []:
+                call = self.calls.setdefault(
+                    int(part.get("index") or 0),
+                    {"id": "", "function": {"name": "", "arguments": ""}},
+                )
+                call["id"] = part.get("id") or call["id"]
+                function = part.get("function") or {}
+                call["function"]["name"] += str(function.get("name") or "")
+                call["function"]["arguments"] += str(function.get("arguments") or "")
+            self.finish = str(choice.get("finish_reason") or self.finish)

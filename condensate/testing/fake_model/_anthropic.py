@@ -5,7 +5,6 @@ Errors use the real body ``{"type":"error","error":{...},"request_id":...}``.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -13,19 +12,25 @@ from typing import Any
 from aiohttp import web
 
 from condensate.testing.fake_model._accounting import Bill, anthropic_blocks, count_blocks
-from condensate.testing.fake_model._script import Fail, Text, ToolCalls
+from condensate.testing.fake_model._script import Fail, Html, Raw, Text, ToolCalls
 from condensate.testing.fake_model._state import Turn
 from condensate.testing.fake_model._wire import (
     STATE,
     BadRequest,
     EventStream,
+    Frame,
     Pace,
+    arguments_json,
     arguments_object,
     call_id,
+    cut_reply,
+    json_reply,
     model_of,
     output_tokens,
     read_json,
     record,
+    special_reply,
+    special_status,
 )
 
 _ERRORS: dict[int, tuple[str, str]] = {
@@ -193,20 +198,27 @@ async def messages(request: web.Request) -> web.StreamResponse:
         record(request, "anthropic", "messages", body, status=400, reply=turn.kind, turn=turn)
         text = f"prompt is too long: {turn.refusal.tokens} tokens > {turn.refusal.limit} maximum"
         return error_response(400, message=text)
-    assert turn.plan is not None
-    reply = turn.plan.body
-    if isinstance(reply, Fail):
-        record(
-            request, "anthropic", "messages", body, status=reply.status, reply=turn.kind, turn=turn
+    plan = turn.plan
+    assert plan is not None
+    reply = plan.body
+    if isinstance(reply, Fail | Html | Raw):
+        status = reply.status if isinstance(reply, Fail) else special_status(reply)
+        record(request, "anthropic", "messages", body, status=status, reply=turn.kind, turn=turn)
+        if isinstance(reply, Fail):
+            return error_response(reply.status, reply.error_type, reply.message, reply.retry_after)
+        headers = {"request-id": _request_id()}
+        return await special_reply(
+            request, plan, streaming=bool(body.get("stream")), headers=headers
         )
-        return error_response(reply.status, reply.error_type, reply.message, reply.retry_after)
     assert isinstance(reply, Text | ToolCalls)
+    reply, cut = cut_reply(plan, reply)
     output = output_tokens(turn, reply)
     usage = usage_json(turn.reported(), output)
     record(
         request, "anthropic", "messages", body, status=200, reply=turn.kind, turn=turn, usage=usage
     )
-    stop_reason = "tool_use" if isinstance(reply, ToolCalls) and reply.calls else "end_turn"
+    calls = reply.calls if isinstance(reply, ToolCalls) else []
+    stop_reason = "max_tokens" if cut else "tool_use" if calls else "end_turn"
     message = {
         "id": f"msg_fake{turn.number:06d}",
         "type": "message",
@@ -218,14 +230,24 @@ async def messages(request: web.Request) -> web.StreamResponse:
         "usage": usage,
     }
     if body.get("stream"):
-        return await _stream(request, turn, message)
+        raw = {call_id("toolu", turn, i, c): arguments_json(c) for i, c in enumerate(calls)}
+        return await _stream(request, turn, message, raw)
     await Pace.of(turn).whole(reply)
-    return web.json_response(message, headers={"request-id": _request_id()})
+    return await json_reply(request, plan, message, {"request-id": _request_id()})
 
 
-async def _stream(request: web.Request, turn: Turn, message: dict[str, Any]) -> web.StreamResponse:
+def _frame(data: Mapping[str, Any] | str) -> Frame:
+    kind = data.get("type") if isinstance(data, Mapping) else None
+    return "start" if kind == "message_start" else "stop" if kind == "message_stop" else None
+
+
+async def _stream(
+    request: web.Request, turn: Turn, message: dict[str, Any], raw: Mapping[str, str]
+) -> web.StreamResponse:
+    """The message as stream events; a tool_use block's input goes out as the pieces of its
+    arguments text ``raw`` (keyed by block id), cut or not JSON as scripted."""
     pace = Pace.of(turn)
-    stream = await EventStream.open(request, {"request-id": _request_id()})
+    stream = await EventStream.open(request, {"request-id": _request_id()}, turn.plan, _frame)
     usage = dict(message["usage"], output_tokens=1)
     start = {**message, "content": [], "stop_reason": None, "usage": usage}
     await _send(stream, {"type": "message_start", "message": start})
@@ -245,8 +267,8 @@ async def _stream(request: web.Request, turn: Turn, message: dict[str, Any]) -> 
             deltas = [{"type": "text_delta", "text": p} for p in pace.pieces(block["text"])]
         else:
             opening = {**block, "input": {}}
-            raw = json.dumps(block["input"])
-            deltas = [{"type": "input_json_delta", "partial_json": p} for p in pace.pieces(raw)]
+            text = raw[block["id"]]
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in pace.pieces(text)]
         await _send(
             stream, {"type": "content_block_start", "index": index, "content_block": opening}
         )

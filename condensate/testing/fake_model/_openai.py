@@ -14,20 +14,25 @@ from aiohttp import web
 
 from condensate.testing.fake_model._accounting import chat_blocks
 from condensate.testing.fake_model._anthropic import retry_after_header
-from condensate.testing.fake_model._script import Fail, Text, ToolCalls
+from condensate.testing.fake_model._script import Fail, Html, Raw, Text, ToolCalls
 from condensate.testing.fake_model._state import Turn
 from condensate.testing.fake_model._wire import (
     STATE,
     BadRequest,
     EventStream,
+    Frame,
     Pace,
     arguments_json,
     call_id,
+    cut_reply,
+    json_reply,
     model_of,
     output_tokens,
     read_json,
     reasoning_tokens,
     record,
+    special_reply,
+    special_status,
 )
 
 CONTEXT_WINDOW_MESSAGE = (
@@ -172,12 +177,19 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             "messages."
         )
         return context_exceeded(text, "messages")
-    assert turn.plan is not None
-    reply = turn.plan.body
-    if isinstance(reply, Fail):
-        record(request, "openai", "chat", body, status=reply.status, reply=turn.kind, turn=turn)
-        return fail_response(reply)
+    plan = turn.plan
+    assert plan is not None
+    reply = plan.body
+    if isinstance(reply, Fail | Html | Raw):
+        status = reply.status if isinstance(reply, Fail) else special_status(reply)
+        record(request, "openai", "chat", body, status=status, reply=turn.kind, turn=turn)
+        if isinstance(reply, Fail):
+            return fail_response(reply)
+        return await special_reply(
+            request, plan, streaming=bool(body.get("stream")), headers=request_id()
+        )
     assert isinstance(reply, Text | ToolCalls)
+    reply, cut = cut_reply(plan, reply)
     usage = _chat_usage(turn, reply)
     record(request, "openai", "chat", body, status=200, reply=turn.kind, turn=turn, usage=usage)
     calls = _tool_calls(turn, reply)
@@ -187,7 +199,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         "model": model,
         "system_fingerprint": None,
     }
-    finish = "tool_calls" if calls else "stop"
+    finish = "length" if cut else "tool_calls" if calls else "stop"
     if body.get("stream"):
         options = body.get("stream_options")
         with_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
@@ -206,9 +218,24 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if calls:
         message["tool_calls"] = calls
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-    return web.json_response(
-        {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
-    )
+    data = {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
+    return await json_reply(request, plan, data, request_id())
+
+
+def request_id() -> dict[str, str]:
+    """The ``x-request-id`` header OpenAI sends with every reply."""
+    return {"x-request-id": f"req_fake{uuid.uuid4().hex[:20]}"}
+
+
+def _frame(data: Mapping[str, Any] | str) -> Frame:
+    """A chunk that opens the stream (the role) or closes it (the finish reason, usage,
+    ``[DONE]``)."""
+    if isinstance(data, str):
+        return "stop" if data == "[DONE]" else None
+    choices = data.get("choices") or []
+    if not choices or any(c.get("finish_reason") for c in choices):
+        return "stop"
+    return "start" if any("role" in (c.get("delta") or {}) for c in choices) else None
 
 
 async def _stream(
@@ -222,7 +249,7 @@ async def _stream(
     usage: dict[str, Any] | None,
 ) -> web.StreamResponse:
     pace = Pace.of(turn)
-    stream = await EventStream.open(request, {"x-request-id": f"req_fake{uuid.uuid4().hex[:20]}"})
+    stream = await EventStream.open(request, request_id(), turn.plan, _frame)
     extra = {"usage": None} if usage is not None else {}
 
     async def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> None:

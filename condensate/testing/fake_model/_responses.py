@@ -6,7 +6,7 @@ HTTP 200 stream ending in ``response.failed``, as configured.
 from __future__ import annotations
 
 import time
-import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -17,21 +17,27 @@ from condensate.testing.fake_model._openai import (
     context_exceeded,
     error_response,
     fail_response,
+    request_id,
 )
-from condensate.testing.fake_model._script import Fail, Text, ToolCalls
+from condensate.testing.fake_model._script import Fail, Html, Raw, Text, ToolCalls
 from condensate.testing.fake_model._state import Turn
 from condensate.testing.fake_model._wire import (
     STATE,
     BadRequest,
     EventStream,
+    Frame,
     Pace,
     arguments_json,
     call_id,
+    cut_reply,
+    json_reply,
     model_of,
     output_tokens,
     read_json,
     reasoning_tokens,
     record,
+    special_reply,
+    special_status,
 )
 
 
@@ -141,24 +147,38 @@ async def responses(request: web.Request) -> web.StreamResponse:
             return await _stream_failed(request, turn, body)
         record(request, "openai", "responses", body, status=400, reply=turn.kind, turn=turn)
         return context_exceeded(CONTEXT_WINDOW_MESSAGE, "input")
-    assert turn.plan is not None
-    reply = turn.plan.body
-    if isinstance(reply, Fail):
-        record(
-            request, "openai", "responses", body, status=reply.status, reply=turn.kind, turn=turn
-        )
-        return fail_response(reply)
+    plan = turn.plan
+    assert plan is not None
+    reply = plan.body
+    if isinstance(reply, Fail | Html | Raw):
+        status = reply.status if isinstance(reply, Fail) else special_status(reply)
+        record(request, "openai", "responses", body, status=status, reply=turn.kind, turn=turn)
+        if isinstance(reply, Fail):
+            return fail_response(reply)
+        return await special_reply(request, plan, streaming=streaming, headers=request_id())
     assert isinstance(reply, Text | ToolCalls)
+    reply, cut = cut_reply(plan, reply)
     usage = _usage(turn, reply)
     record(
         request, "openai", "responses", body, status=200, reply=turn.kind, turn=turn, usage=usage
     )
     items = _items(turn, body, reply)
-    done = _response(turn, body, "completed", output=items, usage=usage)
+    if cut:
+        items[-1]["status"] = "incomplete"
+        done = _response(
+            turn,
+            body,
+            "incomplete",
+            output=items,
+            usage=usage,
+            incomplete_details={"reason": "max_output_tokens"},
+        )
+    else:
+        done = _response(turn, body, "completed", output=items, usage=usage)
     if streaming:
         return await _stream(request, turn, body, items, done)
     await Pace.of(turn).whole(reply)
-    return web.json_response(done)
+    return await json_reply(request, plan, done, request_id())
 
 
 class _Events:
@@ -175,8 +195,17 @@ class _Events:
         self.sequence += 1
 
 
+_START = ("response.created", "response.in_progress")
+_STOP = ("response.completed", "response.incomplete")
+
+
+def _frame(data: Mapping[str, Any] | str) -> Frame:
+    kind = data.get("type") if isinstance(data, Mapping) else None
+    return "start" if kind in _START else "stop" if kind in _STOP else None
+
+
 async def _open(request: web.Request, turn: Turn, body: dict[str, Any]) -> _Events:
-    stream = await EventStream.open(request, {"x-request-id": f"req_fake{uuid.uuid4().hex[:20]}"})
+    stream = await EventStream.open(request, request_id(), turn.plan, _frame)
     events = _Events(stream)
     started = _response(turn, body, "in_progress")
     await events.send("response.created", response=started)
@@ -259,5 +288,6 @@ async def _stream(
                 await events.send(f"{prefix}.delta", **at, delta=piece)
             await events.send(f"{prefix}.done", **at, **{field: item[field]})
         await events.send("response.output_item.done", output_index=index, item=item)
-    await events.send("response.completed", response=done)
+    final = "response.incomplete" if done["status"] == "incomplete" else "response.completed"
+    await events.send(final, response=done)
     return await events.stream.close()

@@ -20,12 +20,19 @@ class Call:
     ``namespace`` names the tool namespace of a Responses function call (a deferred tool Codex
     offers by namespace, ``Call("compact_context", {...}, namespace="mcp__condensate")``);
     the other APIs ignore it.
+
+    ``raw`` is sent as the arguments text as it is, JSON or not, in place of ``arguments``:
+    ``Call("read", raw="{'path': 'a.txt'}")``, as small local models write. Chat and Responses
+    send it as the function call's ``arguments``, an Anthropic stream as its
+    ``input_json_delta`` pieces; an Anthropic JSON reply, which has no arguments text, sends
+    the parsed JSON as ``input`` when it is JSON and the string itself when it is not.
     """
 
     name: str
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
     id: str | None = None
     namespace: str | None = None
+    raw: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,13 +94,85 @@ class Usage:
     cached_tokens: int | None = None
 
 
-Reply: TypeAlias = Text | ToolCalls | Slow | Fail | Overflow | Usage
-Body: TypeAlias = Text | ToolCalls | Fail | Overflow
+@dataclass(frozen=True)
+class Broken:
+    """A broken stream: ``reply`` is streamed, but after its first ``after`` events comes a
+    ``data:`` line holding ``line``, which is not JSON, and then the rest. A non-streaming
+    request gets its JSON body cut off in the middle."""
+
+    reply: Reply
+    after: int = 2
+    line: str = "<html><body>502 Bad Gateway</body></html>"
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A stall: the response headers and the first ``after`` events of ``reply`` are sent,
+    then nothing for ``seconds``, then the rest (``after=0``: headers, then silence). A
+    non-streaming request gets its headers, the silence, then its body. The silence ends
+    early when the client hangs up."""
+
+    reply: Reply
+    seconds: float = 30.0
+    after: int = 0
+
+
+@dataclass(frozen=True)
+class Unframed:
+    """A stream missing its frame. ``drop="start"`` leaves out the opening events (Anthropic
+    ``message_start``; Responses ``response.created`` and ``response.in_progress``; Chat the
+    ``role`` chunk), ``"stop"`` the closing ones (Anthropic ``message_stop``; Responses
+    ``response.completed``; Chat the ``finish_reason`` chunk, the usage chunk and
+    ``[DONE]``), ``"all"`` every event (a 200 stream that carries nothing). A non-streaming
+    request gets ``{}``."""
+
+    reply: Reply
+    drop: Literal["start", "stop", "all"] = "stop"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """``reply`` stops at the output token limit: its last tool call's arguments text (else
+    its text) keeps only its first ``keep`` characters (default: half). Anthropic says
+    ``stop_reason: "max_tokens"`` (a stream ends in the middle of the ``input_json_delta``
+    pieces, then closes its block and the message), Responses ends in ``response.incomplete``
+    (``max_output_tokens``), Chat says ``finish_reason: "length"``."""
+
+    reply: Reply
+    keep: int | None = None
+
+
+@dataclass(frozen=True)
+class Html:
+    """A body that is not JSON with ``status`` (default 200), as a proxy or a captive portal
+    sends it, whether or not the request streams."""
+
+    body: str = "<!DOCTYPE html><html><body><h1>Sign in to the Wi-Fi</h1></body></html>"
+    status: int = 200
+    content_type: str = "text/html"
+
+
+@dataclass(frozen=True)
+class Raw:
+    """HTTP 200 with JSON of any shape: ``body`` for a non-streaming request; a streaming one
+    gets each of ``events`` as a ``data:`` line (a str as it is, anything else as JSON), with
+    an ``event:`` line naming an object's ``type`` when it has one."""
+
+    body: Any = None
+    events: Sequence[Any] = ()
+
+
+Reply: TypeAlias = (
+    Text | ToolCalls | Slow | Fail | Overflow | Usage | Broken | Stall | Unframed | Cut | Html | Raw
+)
+Body: TypeAlias = Text | ToolCalls | Fail | Overflow | Html | Raw
+_WRAPPERS = (Slow, Usage, Broken, Stall, Unframed, Cut)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """A reply with its ``Slow``/``Usage`` wrappers peeled off."""
+    """A reply with its wrappers peeled off: the pacing of ``Slow``, the usage of ``Usage``
+    and the faults of ``Broken``, ``Stall``, ``Unframed`` and ``Cut``."""
 
     body: Body
     kind: str
@@ -102,6 +181,10 @@ class Plan:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    broken: Broken | None = None
+    stall: Stall | None = None
+    unframed: Unframed | None = None
+    cut: Cut | None = None
 
 
 _KINDS: dict[type, str] = {
@@ -111,6 +194,12 @@ _KINDS: dict[type, str] = {
     Overflow: "overflow",
     Slow: "slow",
     Usage: "usage",
+    Broken: "broken",
+    Stall: "stall",
+    Unframed: "unframed",
+    Cut: "cut",
+    Html: "html",
+    Raw: "raw",
 }
 
 
@@ -119,17 +208,21 @@ def plan_of(reply: Reply, *, default: bool = False) -> Plan:
     wrappers: list[str] = ["default"] if default else []
     chunks, delay = 1, 0.0
     prompt = output = cached = None
-    while isinstance(reply, Slow | Usage):
+    faults: dict[str, Any] = {}
+    while isinstance(reply, _WRAPPERS):
         wrappers.append(_KINDS[type(reply)])
-        if isinstance(reply, Slow):
-            chunks, delay = max(1, reply.chunks), max(0.0, reply.chunk_delay)
-        else:
-            prompt = reply.prompt_tokens if reply.prompt_tokens is not None else prompt
-            output = reply.output_tokens if reply.output_tokens is not None else output
-            cached = reply.cached_tokens if reply.cached_tokens is not None else cached
+        match reply:
+            case Slow():
+                chunks, delay = max(1, reply.chunks), max(0.0, reply.chunk_delay)
+            case Usage():
+                prompt = reply.prompt_tokens if reply.prompt_tokens is not None else prompt
+                output = reply.output_tokens if reply.output_tokens is not None else output
+                cached = reply.cached_tokens if reply.cached_tokens is not None else cached
+            case _:
+                faults.setdefault(_KINDS[type(reply)], reply)
         reply = reply.reply
     kind = ":".join([*wrappers, _KINDS[type(reply)]])
-    return Plan(reply, kind, chunks, delay, prompt, output, cached)
+    return Plan(reply, kind, chunks, delay, prompt, output, cached, **faults)
 
 
 def default_reply(number: int, prompt_chars: int) -> Text:
@@ -152,6 +245,7 @@ def reply_to_json(reply: Reply) -> dict[str, Any]:
                         "arguments": _plain(c.arguments),
                         "id": c.id,
                         "namespace": c.namespace,
+                        "raw": c.raw,
                     }
                     for c in calls
                 ],
@@ -183,6 +277,23 @@ def reply_to_json(reply: Reply) -> dict[str, Any]:
                 "output_tokens": reply.output_tokens,
                 "cached_tokens": reply.cached_tokens,
             }
+        case Broken(reply=inner, after=after, line=line):
+            return {"type": "broken", "reply": reply_to_json(inner), "after": after, "line": line}
+        case Stall(reply=inner, seconds=seconds, after=after):
+            return {
+                "type": "stall",
+                "reply": reply_to_json(inner),
+                "seconds": seconds,
+                "after": after,
+            }
+        case Unframed(reply=inner, drop=drop):
+            return {"type": "unframed", "reply": reply_to_json(inner), "drop": drop}
+        case Cut(reply=inner, keep=keep):
+            return {"type": "cut", "reply": reply_to_json(inner), "keep": keep}
+        case Html(body=body, status=status, content_type=content_type):
+            return {"type": "html", "body": body, "status": status, "content_type": content_type}
+        case Raw(body=body, events=events):
+            return {"type": "raw", "body": body, "events": list(events)}
 
 
 def _plain(arguments: Mapping[str, Any] | str) -> dict[str, Any] | str:
@@ -229,10 +340,52 @@ def reply_from_json(data: Any) -> Reply:
                     _opt_int(data.get("output_tokens")),
                     _opt_int(data.get("cached_tokens")),
                 )
+            case _:
+                return _fault_from_json(kind, data)
     except (KeyError, TypeError) as exc:
         msg = f"The {kind!r} reply {dict(data)!r} is missing or mistypes a field: {exc}."
         raise ValueError(msg) from exc
-    msg = f"Unknown reply type {kind!r}; use text, tool_calls, slow, fail, overflow or usage."
+
+
+def _fault_from_json(kind: Any, data: Mapping[str, Any]) -> Reply:
+    match kind:
+        case "broken":
+            line = data.get("line")
+            return Broken(
+                reply_from_json(data["reply"]),
+                int(data.get("after", 2)),
+                Broken.line if line is None else str(line),
+            )
+        case "stall":
+            return Stall(
+                reply_from_json(data["reply"]),
+                float(data.get("seconds", 30.0)),
+                int(data.get("after", 0)),
+            )
+        case "unframed":
+            drop = data.get("drop", "stop")
+            if drop not in ("start", "stop", "all"):
+                msg = f'Unframed drop must be "start", "stop" or "all", not {drop!r}.'
+                raise ValueError(msg)
+            return Unframed(reply_from_json(data["reply"]), drop)
+        case "cut":
+            return Cut(reply_from_json(data["reply"]), _opt_int(data.get("keep")))
+        case "html":
+            return Html(
+                str(data.get("body", Html.body)),
+                int(data.get("status", 200)),
+                str(data.get("content_type", Html.content_type)),
+            )
+        case "raw":
+            events = data.get("events") or []
+            if not isinstance(events, list):
+                msg = f"Raw events must be a list, not {events!r}."
+                raise ValueError(msg)
+            return Raw(data.get("body"), events)
+    msg = (
+        f"Unknown reply type {kind!r}; use text, tool_calls, slow, fail, overflow, usage, "
+        "broken, stall, unframed, cut, html or raw."
+    )
     raise ValueError(msg)
 
 
@@ -245,7 +398,11 @@ def _call_from_json(data: Any) -> Call:
         msg = f"Tool call arguments must be an object or a string, not {arguments!r}."
         raise ValueError(msg)
     return Call(
-        str(data["name"]), arguments, _opt_str(data.get("id")), _opt_str(data.get("namespace"))
+        str(data["name"]),
+        arguments,
+        _opt_str(data.get("id")),
+        _opt_str(data.get("namespace")),
+        _opt_str(data.get("raw")),
     )
 
 

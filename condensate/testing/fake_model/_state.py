@@ -20,8 +20,10 @@ from condensate.testing.fake_model._accounting import (
 )
 from condensate.testing.fake_model._script import (
     Fail,
+    Html,
     Overflow,
     Plan,
+    Raw,
     Script,
     default_reply,
     plan_of,
@@ -47,7 +49,8 @@ class RecordedRequest:
     ``input_tokens`` is the counted prompt; ``cache_read`` and ``cache_write`` are the simulated
     cache's split of it (see ``Bill``); ``usage`` is the usage object sent back, if any;
     ``reply`` is the reply kind (``"text"``, ``"default:text"``, ``"slow:tool_calls"``,
-    ``"fail"``, ``"overflow"``, ``"window"`` for a refusal by size, ``"invalid"``,
+    ``"fail"``, ``"overflow"``, ``"stall:text"``, ``"broken:tool_calls"``, ``"html"``, ``"raw"``,
+    ``"window"`` for a refusal by size, ``"invalid"``,
     ``"unauthorized"``, ``"count_tokens"``, ``"models"``).
     """
 
@@ -214,7 +217,7 @@ class FakeState:
             return Turn(
                 number, model, bill, None, Refusal(tokens, window, plan.body.mode), plan.kind
             )
-        if not isinstance(plan.body, Fail):
+        if not isinstance(plan.body, Fail | Html | Raw):
             self.cache.remember(model, blocks)
         return Turn(number, model, bill, plan, None, plan.kind)
 
