@@ -1,14 +1,23 @@
 """What the CLI engines share about their child process: finding the pinned binary, refusing
 another version, starting it with piped stdio and its stderr in a file, and stopping it.
+
+A CLI child dies with the daemon: it is started with the parent-death signal set to SIGKILL
+(``prctl(PR_SET_PDEATHSIG)``), so a daemon killed with SIGKILL (or by the OOM killer) leaves
+no ``claude`` or ``codex`` calling the provider on its own. The kernel sends it when the
+*thread* that forked the child ends; the CLIs are spawned from the event loop's thread,
+which lives as long as the daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +34,10 @@ KILL_GRACE_SECONDS = 0.2
 VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 _versions: dict[str, str] = {}
+
+PR_SET_PDEATHSIG = 1
+_prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+"""Looked up once here: the forked child, before exec, only makes the call."""
 
 
 @dataclass(frozen=True)
@@ -99,10 +112,20 @@ def inherited_environment(*drop: str) -> dict[str, str]:
     }
 
 
+def _die_with(parent: int) -> None:
+    """In the forked child, before exec: SIGKILL when the parent dies, and at once if it
+    already has (it died between the fork and this call)."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 async def spawn(
     args: list[str], *, cwd: str, state_dir: Path, env: dict[str, str]
 ) -> asyncio.subprocess.Process:
-    """Start a CLI with piped stdin and stdout; its stderr goes to ``state_dir/stderr.log``."""
+    """Start a CLI with piped stdin and stdout, killed if the daemon dies; its stderr goes to
+    ``state_dir/stderr.log``."""
+    parent = os.getpid()
     with (state_dir / "stderr.log").open("ab") as stderr:
         return await asyncio.create_subprocess_exec(
             *args,
@@ -112,6 +135,7 @@ async def spawn(
             cwd=cwd,
             env=env,
             limit=LINE_LIMIT,
+            preexec_fn=lambda: _die_with(parent),  # only a prebound libc call runs in it
         )
 
 

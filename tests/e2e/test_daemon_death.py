@@ -1,0 +1,122 @@
+"""The CLI children die with the daemon: a real daemon with a Claude Code thread and a Codex
+thread mid-turn (their replies streaming slowly from the fake model server) is SIGKILLed;
+within a few seconds no process it started is left, and the fake gets no further request."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import aiohttp
+import anyio
+
+from condensate.testing.fake_model import FakeModelServer, Slow, Text
+from tests.e2e.conftest import CLAUDE, CODEX
+from tests.integration.daemon import DaemonProcess, call
+
+CLAUDE_MODEL = "claude-sonnet-4-5"
+CODEX_MODEL = "gpt-5.5"
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent pid of a live process; None when it is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[1])
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Every live process under ``root`` (by parent chain), with its command line."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = parent_of(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found: dict[int, str] = {}
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            try:
+                found[child] = (
+                    Path(f"/proc/{child}/cmdline")
+                    .read_bytes()
+                    .replace(b"\0", b" ")[:200]
+                    .decode(errors="replace")
+                )
+            except OSError:
+                continue
+            stack.append(child)
+    return found
+
+
+def alive(pids: dict[int, str]) -> dict[int, str]:
+    return {pid: cmd for pid, cmd in pids.items() if parent_of(pid) is not None}
+
+
+def generations(fake: FakeModelServer) -> int:
+    return sum(1 for r in fake.requests if r.model in (CLAUDE_MODEL, CODEX_MODEL))
+
+
+async def test_a_sigkilled_daemon_leaves_no_cli_running(tmp_path, fake, workdir):
+    """With both CLIs mid-stream, a SIGKILL of the daemon ends every process it started
+    (checked by parent chain in /proc) within 5 s, and the fake model server receives no
+    request afterwards (a surviving CLI would retry its broken stream)."""
+    slow = Slow(Text("never finished"), chunk_delay=0.5, chunks=120)
+    fake.queue(slow, slow, model=CLAUDE_MODEL)
+    fake.queue(slow, slow, model=CODEX_MODEL)
+    daemon = DaemonProcess(
+        tmp_path / "home",
+        fake.url,
+        extra_env={
+            "CONDENSATE_CLAUDE_BINARY": str(CLAUDE),
+            "CONDENSATE_CODEX_BINARY": str(CODEX),
+            "CONDENSATE_MODEL_WINDOWS": json.dumps(
+                {f"anthropic:{CLAUDE_MODEL}": 200_000, f"openai:{CODEX_MODEL}": 200_000}
+            ),
+        },
+    )
+    daemon.home.mkdir()
+    daemon.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            for engine, model in (
+                ("claude", f"anthropic:{CLAUDE_MODEL}"),
+                ("codex", f"openai:{CODEX_MODEL}"),
+            ):
+                status, created = await call(
+                    session,
+                    daemon,
+                    "POST",
+                    "/threads",
+                    {"engine": engine, "model": model, "cwd": str(workdir), "brief": "go slowly"},
+                )
+                assert status == 201, created
+        with anyio.fail_after(60):
+            while {r.model for r in fake.requests} < {CLAUDE_MODEL, CODEX_MODEL}:  # noqa: ASYNC110
+                await anyio.sleep(0.1)
+        assert daemon.process is not None
+        started = descendants(daemon.process.pid)
+        assert any("claude" in cmd for cmd in started.values()), started
+        assert any("codex" in cmd for cmd in started.values()), started
+        os.kill(daemon.process.pid, signal.SIGKILL)
+        daemon.process.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while alive(started) and time.monotonic() < deadline:  # noqa: ASYNC110 - procfs
+            await anyio.sleep(0.05)
+        left = alive(started)
+        seen = generations(fake)
+        await anyio.sleep(3)  # a surviving CLI would retry its stream meanwhile
+        later = generations(fake)
+    finally:
+        daemon.kill()
+    assert left == {}, left
+    assert later == seen
