@@ -2,7 +2,9 @@
 
 Output is collected as it arrives and kept to the output cap; a timeout, a cancellation from
 outside, or the command's exit kills the whole group, so nothing it started keeps running.
-The command gets the daemon's environment without its secrets (``shell_environment``).
+The command gets the daemon's environment without its secrets (``shell_environment``), and
+the same rule runs again in bash once the login profile has run, since a profile may export
+a key of its own.
 Never raises: a command that cannot start or fails comes back as an error outcome.
 """
 
@@ -38,6 +40,21 @@ so the rule cannot drift away from them unnoticed."""
 _SECRET_WORDS = frozenset(
     {"TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "APIKEY"}
 )
+
+
+def _bash_patterns() -> str:
+    """``is_secret`` as the patterns of a bash ``case`` on the upper-cased name."""
+    patterns = ["CONDENSATE_*", "KEY", "*_KEY", *sorted(PROVIDER_KEYS)]
+    for word in sorted(_SECRET_WORDS):
+        patterns += [word, f"{word}_*", f"*_{word}", f"*_{word}_*"]
+    return "|".join(patterns)
+
+
+UNSET_SECRETS = (
+    'for __v in $(compgen -e); do case "${__v^^}" in '
+    f'{_bash_patterns()}) unset "$__v" 2>/dev/null;; esac; done; unset __v; '
+)
+"""Put before the command on its first line, so bash's line numbers stay the command's."""
 _NO_OUTPUT = "(no output)\n"
 _DRAIN_GRACE = 2.0  # seconds to collect output once the command and its group are gone
 
@@ -53,7 +70,7 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         return failed("shell: command is empty.", argument)
     try:
         process = await anyio.open_process(
-            ["/bin/bash", "-lc", command],
+            ["/bin/bash", "-lc", UNSET_SECRETS + command],
             cwd=ctx.cwd,
             env=shell_environment(os.environ),
             stdin=subprocess.DEVNULL,

@@ -4,7 +4,6 @@ runtime against the fake model server, and the shell's environment kept free of 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,11 +24,10 @@ from condensate.errors import Refused
 from condensate.events import ChildSpawned, Event, ToolResult, TurnEnded
 from condensate.meter import ModelWindow
 from condensate.providers import ModelClient, make_client
-from condensate.providers.types import Completion, Request
 from condensate.runtime import Runtime
 from condensate.settings import Settings
 from condensate.store import EventLog
-from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from condensate.testing.fake_model import Call, Cut, FakeModelServer, Text, ToolCalls
 
 MODEL = "anthropic:claude-sonnet-4-5"
 
@@ -205,7 +203,10 @@ async def running(
     """A runtime on a real log and the fake; ``wrap`` may rewrite what the client returns."""
     async with aiohttp.ClientSession() as session:
         settings = Settings(
-            home=tmp_path / "home", anthropic_base_url=fake.url, anthropic_api_key="k"
+            home=tmp_path / "home",
+            anthropic_base_url=fake.url,
+            anthropic_api_key="k",
+            chat_base_url=f"{fake.url}/v1",
         )
         providers = settings.providers()
 
@@ -237,10 +238,10 @@ async def fake() -> AsyncIterator[FakeModelServer]:
         yield server
 
 
-async def _turn(runtime: Runtime, work: Path, **spec: Any) -> list[Event]:
+async def _turn(runtime: Runtime, work: Path, model: str = MODEL, **spec: Any) -> list[Event]:
     """Every event the thread's first turn logged."""
     thread = await runtime.create(
-        ThreadSpec(engine="api", model=MODEL, cwd=str(work), brief="go", **spec)
+        ThreadSpec(engine="api", model=model, cwd=str(work), brief="go", **spec)
     )
     with anyio.fail_after(30):
         await thread.turn_done.wait()
@@ -328,63 +329,65 @@ async def test_a_control_tool_outside_the_threads_tools_is_not_run(tmp_path, fak
     assert len(runtime.threads) == 1
 
 
-def _mark_invalid(client: ModelClient) -> ModelClient:
-    """A client whose completions name every tool call's arguments unreadable, emptied, as
-    the provider layer reports arguments that were not JSON."""
-
-    class Unreadable:
-        provider = client.provider
-
-        async def complete(self, request: Request) -> Completion:
-            reply = await client.complete(request)
-            calls = tuple(c.model_copy(update={"arguments": {}}) for c in reply.tool_calls)
-            why = {c.id: f"The arguments of {c.name} were not JSON." for c in calls}
-            return dataclasses.replace(reply, tool_calls=calls, invalid_arguments=why)
-
-    return Unreadable()
+NOT_JSON = ToolCalls([Call("write", raw="{'path': 'a.txt', 'content': 'x'}")])
+CUT = Cut(ToolCalls([Call("write", {"path": "a.txt", "content": "x" * 200})]))
 
 
-async def test_a_call_with_unreadable_arguments_is_answered_not_run(tmp_path, fake):
-    """A call the provider could not read the arguments of gets an error result with the
-    reason and what to do, the tool does not run, and the model is called again."""
+@pytest.mark.parametrize(
+    ("model", "reply", "why"),
+    [
+        (MODEL, NOT_JSON, "The arguments of write"),
+        (MODEL, CUT, "max_tokens"),
+        ("chat:qwen3-coder", NOT_JSON, "The arguments of write"),
+        ("chat:qwen3-coder", CUT, "cut off"),
+    ],
+    ids=["anthropic-not-json", "anthropic-cut-off", "chat-not-json", "chat-cut-off"],
+)
+async def test_a_call_with_unreadable_arguments_is_answered_not_run(
+    tmp_path, fake, model, reply, why
+):
+    """A call whose arguments the provider could not read (not JSON, cut off at max_tokens)
+    gets an error result with the reason and what to do, the tool does not run, and the model
+    is called again in the same turn."""
     work = tmp_path / "work"
     work.mkdir()
-    fake.queue(ToolCalls([Call("write", {"path": "a.txt", "content": "x"})]), Text("retrying"))
-    async with running(tmp_path, fake, _mark_invalid) as runtime:
-        events = await _turn(runtime, work)
+    fake.queue(reply, Text("retrying"))
+    async with running(tmp_path, fake) as runtime:
+        events = await _turn(runtime, work, model=model)
     (result,) = _results(events)
     assert result.is_error
-    assert result.output == (
-        "The arguments of write were not JSON. The call was not run; call the tool again "
-        "with a JSON object of its arguments."
+    assert why in result.output
+    assert result.output.endswith(
+        "The call was not run; call the tool again with a JSON object of its arguments."
     )
     assert not (work / "a.txt").exists()
     assert _outcome(events) == "completed"
-    assert len(fake.requests) == 2
+    assert [r.reply for r in fake.requests][-1] == "text"
 
 
 # --- the shell's environment -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("name", "secret"),
-    [
-        ("CONDENSATE_ANTHROPIC_API_KEY", True),
-        ("CONDENSATE_HOME", True),
-        ("ANTHROPIC_AUTH_TOKEN", True),
-        ("CODEX_PROVIDER_API_KEY", True),
-        ("GITHUB_TOKEN", True),
-        ("AWS_SECRET_ACCESS_KEY", True),
-        ("DB_PASSWORD", True),
-        ("PATH", False),
-        ("HOME", False),
-        ("LANG", False),
-        ("LC_ALL", False),
-        ("SSH_AUTH_SOCK", False),
-        ("TOKENIZERS_PARALLELISM", False),
-        ("KEYMAP", False),
-    ],
-)
+SECRET_TABLE = [
+    ("CONDENSATE_ANTHROPIC_API_KEY", True),
+    ("condensate_lower", True),
+    ("CONDENSATE_HOME", True),
+    ("ANTHROPIC_AUTH_TOKEN", True),
+    ("CODEX_PROVIDER_API_KEY", True),
+    ("GITHUB_TOKEN", True),
+    ("AWS_SECRET_ACCESS_KEY", True),
+    ("DB_PASSWORD", True),
+    ("PATH", False),
+    ("HOME", False),
+    ("LANG", False),
+    ("LC_ALL", False),
+    ("SSH_AUTH_SOCK", False),
+    ("TOKENIZERS_PARALLELISM", False),
+    ("KEYMAP", False),
+]
+
+
+@pytest.mark.parametrize(("name", "secret"), SECRET_TABLE)
 def test_the_secret_rule_takes_credentials_and_leaves_the_working_environment(
     name: str, secret: bool
 ) -> None:
@@ -418,3 +421,27 @@ async def test_env_in_the_shell_shows_no_secret(tmp_path: Path, monkeypatch) -> 
         assert f"planted-{name.lower()}" not in outcome.output
     names = {line.split("=", 1)[0] for line in outcome.output.splitlines()}
     assert {"PATH", "HOME"} <= names
+
+
+async def test_a_key_the_login_profile_exports_is_unset_too(tmp_path: Path, monkeypatch) -> None:
+    """The shell is a login shell: what its profile exports passes the same rule, so a key
+    exported there is gone and every other name survives, exactly as is_secret decides."""
+    home = tmp_path / "home"
+    home.mkdir()
+    names = {name for name, _ in SECRET_TABLE} - {"PATH", "HOME"}  # env must still run
+    exports = "".join(f"export {name}=from-profile\n" for name in sorted(names))
+    (home / ".bash_profile").write_text(exports)
+    monkeypatch.setenv("HOME", str(home))
+    outcome = await run_tool("shell", {"command": "env"}, ToolContext(cwd=tmp_path))
+    seen = {
+        line.split("=", 1)[0] for line in outcome.output.splitlines() if "=from-profile" in line
+    }
+    assert seen == {name for name in names if not is_secret(name)}
+
+
+async def test_bash_line_numbers_are_the_commands_own(tmp_path: Path) -> None:
+    """The rule run before the command does not shift the line numbers bash reports."""
+    outcome = await run_tool(
+        "shell", {"command": "true\nno-such-command-x"}, ToolContext(cwd=tmp_path)
+    )
+    assert "line 2: no-such-command-x: command not found" in outcome.output
