@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,12 +105,57 @@ class PinnedCli:
         return version
 
 
-def inherited_environment(*drop: str) -> dict[str, str]:
-    """The daemon's environment (PATH, HOME, locale) less Condensate's own settings and the
-    names in ``drop``."""
-    return {
-        k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_") and k not in drop
+FOREIGN_PREFIXES = (
+    "CONDENSATE_",
+    "ANTHROPIC_",
+    "OPENAI_",
+    "AZURE_OPENAI_",
+    "CLAUDE_",
+    "CODEX_",
+    "GEMINI_",
+    "GOOGLE_GENAI_",
+    "VERTEX_",
+    "MISTRAL_",
+    "GROQ_",
+    "DEEPSEEK_",
+    "OPENROUTER_",
+    "XAI_",
+    "TOGETHER_",
+    "COHERE_",
+    "FIREWORKS_",
+)
+"""Condensate's settings, every provider's variables, and the CLIs' own (which the engine
+sets itself): none reaches a CLI child from the daemon's environment."""
+FOREIGN_NAMES = frozenset(
+    {
+        "CLAUDECODE",
+        "GOOGLE_API_KEY",
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
     }
+)
+"""Other names that carry a provider's credential, or make a CLI think it runs inside one."""
+
+
+def foreign(name: str) -> bool:
+    """A variable a CLI child does not inherit: a Condensate setting, a provider's variable
+    or credential (any ``*_API_KEY`` too), or a CLI's own setting."""
+    upper = name.upper()
+    return (
+        upper.startswith(FOREIGN_PREFIXES) or upper in FOREIGN_NAMES or upper.endswith("_API_KEY")
+    )
+
+
+def child_environment(
+    own: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A CLI child's environment: the daemon's (PATH, HOME, locale, proxies) without any
+    ``foreign`` variable, plus ``own``: that engine's credential, base URL and settings."""
+    inherited = os.environ if environ is None else environ
+    child = {k: v for k, v in inherited.items() if not foreign(k)}
+    child.update(own)
+    return child
 
 
 def _die_with(parent: int) -> None:

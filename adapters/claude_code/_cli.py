@@ -107,11 +107,9 @@ def write_mcp_config(config_dir: Path, env: EngineEnv) -> Path:
 
 
 def environment(config_dir: Path, env: EngineEnv) -> dict[str, str]:
-    """The CLI's environment: its own state directory, the provider, no auto-compaction."""
-    # The child inherits the daemon's environment (PATH, HOME, locale) less Condensate's
-    # own settings and anything that would make it believe it runs inside Claude Code.
-    child = _child.inherited_environment("CLAUDECODE", "ANTHROPIC_AUTH_TOKEN")
-    child.update(
+    """The CLI's environment: its own state directory, the Anthropic endpoint and key (and no
+    other provider's, no Condensate setting), no auto-compaction, no outside traffic."""
+    return _child.child_environment(
         {
             "CLAUDE_CONFIG_DIR": str(config_dir),
             "ANTHROPIC_BASE_URL": env.anthropic_base_url,
@@ -124,7 +122,6 @@ def environment(config_dir: Path, env: EngineEnv) -> dict[str, str]:
             "IS_SANDBOX": "1",
         }
     )
-    return child
 
 
 async def write(process: asyncio.subprocess.Process, data: dict[str, Any]) -> None:

@@ -144,7 +144,7 @@ def bundled_catalog(binary: str, codex_home: Path) -> dict[str, Any]:
             text=True,
             timeout=60,
             check=False,
-            env={**_child.inherited_environment(), "CODEX_HOME": str(codex_home)},
+            env=_child.child_environment({"CODEX_HOME": str(codex_home)}),
         )
         catalog: dict[str, Any] = json.loads(done.stdout)
     except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
@@ -183,10 +183,11 @@ def prepare_home(binary: str, spec: ThreadSpec, env: EngineEnv, codex_home: Path
 
 
 def environment(codex_home: Path, env: EngineEnv) -> dict[str, str]:
-    """The app-server's environment: its own home and the provider's key."""
-    child = _child.inherited_environment("CODEX_HOME", "OPENAI_API_KEY")
-    child.update({"CODEX_HOME": str(codex_home), KEY_VARIABLE: env.openai_api_key or "none"})
-    return child
+    """The app-server's environment: its own home and the OpenAI key under the name its
+    config reads (and no other provider's key, no Condensate setting)."""
+    return _child.child_environment(
+        {"CODEX_HOME": str(codex_home), KEY_VARIABLE: env.openai_api_key or "none"}
+    )
 
 
 def command(binary: str) -> list[str]:

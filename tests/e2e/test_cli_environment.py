@@ -1,0 +1,68 @@
+"""What the real CLI children run with: started by a runtime in process whose own environment
+holds every provider's key and Condensate settings, each child's /proc/<pid>/environ has its
+own engine's credential and nothing else of the kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from condensate.engine import ThreadSpec
+from condensate.events import Engine
+from condensate.testing.fake_model import FakeModelServer, Text
+from tests.integration.test_runtime import running
+
+FOREIGN = {
+    "ANTHROPIC_API_KEY": "leaked-anthropic",
+    "OPENAI_API_KEY": "leaked-openai",
+    "GEMINI_API_KEY": "leaked-gemini",
+    "CONDENSATE_EXTRA_SECRET": "leaked-setting",
+}
+CASES = [
+    ("claude", "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+    ("codex", "openai:gpt-5.5", "CODEX_PROVIDER_API_KEY"),
+]
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
+
+
+@pytest.mark.parametrize(("engine", "model", "own"), CASES)
+async def test_a_cli_child_holds_only_its_own_providers_credential(
+    tmp_path: Path,
+    fake: FakeModelServer,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    engine: Engine,
+    model: str,
+    own: str,
+) -> None:
+    """The child's environment has its engine's key (the runtime's, "k") under the name the
+    CLI reads, no other provider's key, none of the daemon's inherited keys and no
+    CONDENSATE_ variable."""
+    for name, value in FOREIGN.items():
+        monkeypatch.setenv(name, value)
+    fake.queue(Text("hello"), model=model.split(":", 1)[1])
+    async with running(tmp_path / "home", fake=fake) as runtime:
+        thread = await runtime.create(
+            ThreadSpec(engine=engine, model=model, cwd=str(workdir), brief="say hello")
+        )
+        with anyio.fail_after(60):
+            await thread.turn_done.wait()
+        started = [
+            s.event
+            for s in runtime.log.replay(thread.thread_id)
+            if s.event.kind == "engine.notice" and s.event.notice == "session-started"
+        ]
+        pid = int(next(w for w in started[0].detail.split() if w.startswith("pid="))[4:])
+        child = environ_of(pid)
+    assert child[own] == "k"
+    assert not [k for k in child if k.startswith("CONDENSATE_")]
+    assert not [v for v in child.values() if v.startswith("leaked-")]
+    keys = {k for k in child if k.endswith("_API_KEY")}
+    assert keys == {own}
