@@ -22,6 +22,7 @@ import structlog
 from aiohttp import web
 
 from adapters import ENGINES, check_clis
+from condensate import edge, statedir
 from condensate.curator import Curator
 from condensate.engine import Engines
 from condensate.meter import ModelWindow
@@ -36,7 +37,7 @@ from condensate.store import EventLog
 log = structlog.get_logger()
 
 TOKEN_FILE = "token"  # noqa: S105 - a file name, not a secret
-DAEMON_FILE = "daemon.json"
+DAEMON_FILE = statedir.DAEMON_FILE
 
 
 def engine_checks(settings: Settings) -> dict[str, str]:
@@ -46,12 +47,12 @@ def engine_checks(settings: Settings) -> dict[str, str]:
 
 def ensure_token(home: Path) -> str:
     """The bearer token, written at first start with mode 0600 and kept after."""
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    home.mkdir(parents=True, exist_ok=True, mode=statedir.DIR_MODE)
     path = home / TOKEN_FILE
     if path.exists():
         return path.read_text().strip()
     token = secrets.token_urlsafe(32)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, statedir.FILE_MODE)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(token + "\n")
     return token
@@ -88,6 +89,19 @@ class Daemon:
 @asynccontextmanager
 async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterator[Daemon]:
     """Start everything, recover the threads, serve; stop cleanly on exit."""
+    settings.home.mkdir(parents=True, exist_ok=True, mode=statedir.DIR_MODE)
+    lock = statedir.hold(settings.home)
+    try:
+        async with _running(settings, engines) as daemon:
+            yield daemon
+    finally:
+        os.close(lock)
+
+
+@asynccontextmanager
+async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon]:
+    statedir.prepare(settings.home)
+    file_limit = edge.raise_file_limit()
     token = ensure_token(settings.home)
     event_log = EventLog.open(settings.db_path)
     providers = settings.providers()
@@ -120,12 +134,18 @@ async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterat
                 runtime.bind(tasks)
                 await recover(runtime)
                 guard = Guard(token, allowed_hosts(settings, port))
-                runner = web.AppRunner(make_app(runtime, guard), access_log=None)
+                gate = edge.Gate(edge.connection_cap(file_limit))
+                runner = web.AppRunner(
+                    make_app(runtime, guard, edge=[gate.middleware]),
+                    access_log=None,
+                    keepalive_timeout=edge.HEAD_TIMEOUT,
+                    lingering_time=edge.LINGER,
+                )
                 await runner.setup()
-                site = web.SockSite(runner, listener)
-                await site.start()
-                (settings.home / DAEMON_FILE).write_text(
-                    json.dumps({"url": url, "pid": os.getpid()})
+                gate.server = runner.server
+                tasks.start_soon(edge.accept_forever, listener, gate, name="accept")
+                statedir.write_private(
+                    settings.home / DAEMON_FILE, json.dumps({"url": url, "pid": os.getpid()})
                 )
                 log.info("daemon_ready", url=url, db=str(settings.db_path))
                 notify_systemd(settings, "READY=1")

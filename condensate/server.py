@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -17,14 +17,20 @@ from typing import Any
 import anyio
 import structlog
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from condensate import __version__, asks
+from condensate import __version__, asks, ceilings
 from condensate.api import CompactAnswer, CreateThread, SendMessage, openapi_document
+from condensate.ceilings import CeilingSettings
+from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
-from condensate.errors import CondensateError, Refused
+from condensate.errors import CondensateError, ConfigError, Refused
+from condensate.events import Engine
+from condensate.providers import parse_model
 from condensate.runtime import Runtime, Thread
 from condensate.store import DEFAULT_LIMIT
+from condensate.tokens import counter_for
 
 log = structlog.get_logger()
 
@@ -66,13 +72,27 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return error(413, "body-too-large", f"Request bodies are limited to {MAX_BODY} bytes.")
     except web.HTTPNotFound:
         return error(404, "not-found", f"There is no route {request.method} {request.path}.")
-    except web.HTTPMethodNotAllowed:
-        return error(
-            405, "method-not-allowed", f"{request.method} is not allowed on {request.path}."
+    except web.HTTPMethodNotAllowed as exc:
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        response = error(
+            405,
+            "method-not-allowed",
+            f"{request.method} is not allowed on {request.path}; it takes {allowed}.",
         )
+        response.headers["Allow"] = allowed
+        return response
+    except web.HTTPException as exc:
+        code = (exc.reason or "http-error").lower().replace(" ", "-")
+        return error(exc.status, code, f"{exc.status} {exc.reason}.")
     except CondensateError as exc:
         log.warning("request_failed", path=request.path, error=str(exc))
         return error(500, exc.code, str(exc))
+    except Exception:
+        # A bug, not the client's fault: logged once with its traceback, answered as JSON.
+        log.exception("request_crashed", method=request.method, path=request.path)
+        return error(
+            500, "internal-error", f"{request.method} {request.path} failed inside the daemon."
+        )
 
 
 @web.middleware
@@ -99,13 +119,59 @@ async def guard_middleware(request: web.Request, handler: Handler) -> web.Stream
     return await handler(request)
 
 
-async def _json(request: web.Request) -> Any:
+INT64 = range(-(2**63), 2**63)
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if value not in INT64:
+        raise Refused(
+            code="integer-out-of-range",
+            detail=f"The body holds an integer of {len(text)} digits; integers must fit in "
+            "64 bits.",
+        )
+    return value
+
+
+def _no_constant(name: str) -> None:
+    msg = f"{name} is not JSON"
+    raise ValueError(msg)
+
+
+async def _json(request: web.Request, *, optional: bool = False) -> Any:
+    """The body as JSON: ``application/json``, UTF-8, read within the body timeout, integers
+    within 64 bits. An ``optional`` body may be absent (then ``{}``)."""
+    if request.content_type != "application/json" and not (optional and not request.body_exists):
+        raise Refused(
+            code="unsupported-media-type",
+            detail=f"The body must be application/json, not {request.content_type!r}.",
+            status=415,
+        )
     try:
-        return await request.json()
+        with anyio.fail_after(BODY_TIMEOUT):
+            raw = await request.read()
+    except TimeoutError as exc:
+        raise Refused(
+            code="body-timeout",
+            detail=f"The body did not arrive within {BODY_TIMEOUT:g} s.",
+            status=408,
+        ) from exc
+    if optional and not raw:
+        return {}
+    try:
+        return json.loads(raw.decode(), parse_int=_int64, parse_constant=_no_constant)
+    except UnicodeDecodeError as exc:
+        raise Refused(
+            code="malformed-json", detail=f"The body is not UTF-8: byte {exc.start} is not."
+        ) from exc
     except json.JSONDecodeError as exc:
         raise Refused(
             code="malformed-json", detail=f"The body is not valid JSON: {exc.msg} at {exc.pos}."
         ) from exc
+    except RecursionError as exc:
+        raise Refused(code="malformed-json", detail="The body's JSON nests too deep.") from exc
+    except ValueError as exc:
+        raise Refused(code="malformed-json", detail=f"The body is not valid JSON: {exc}.") from exc
 
 
 def _thread(request: web.Request) -> Thread:
@@ -151,9 +217,39 @@ async def openapi(request: web.Request) -> web.Response:
     return web.json_response(openapi_document())
 
 
+def _model(model: str) -> None:
+    try:
+        parse_model(model)
+    except ConfigError as exc:
+        raise Refused(code="unknown-model", detail=str(exc), status=422) from exc
+
+
+async def _within_line(text: str, model: str, line: int, what: str) -> None:
+    """Refuse a message that alone would pass the thread's line: no window could make room."""
+    counter = counter_for(model)
+    tokens = await anyio.to_thread.run_sync(counter.count, text)
+    if tokens > line:
+        raise Refused(
+            code="message-too-large",
+            detail=f"The {what} is {tokens:,} tokens; this thread's line is {line:,} tokens.",
+            status=413,
+        )
+
+
+def _new_line(settings: CeilingSettings, engine: Engine, head: bool, window: int) -> int:
+    """The line of a thread not yet started (its engine's baseline not counted)."""
+    if head:
+        return ceilings.head_line(window, settings)
+    return ceilings.ordinary_line(ceilings.working_ceiling(engine, window, settings), settings)
+
+
 async def create_thread(request: web.Request) -> web.Response:
     body = CreateThread.model_validate(await _json(request))
     runtime = request.app[RUNTIME]
+    _model(body.model)
+    window = await runtime.window_for(body.model)
+    line = _new_line(runtime.settings.ceilings(), body.engine, body.head, window.tokens)
+    await _within_line(body.brief, body.model, line, "brief")
     spec = ThreadSpec(
         engine=body.engine,
         model=body.model,
@@ -182,6 +278,8 @@ async def get_thread(request: web.Request) -> web.Response:
 async def send_message(request: web.Request) -> web.Response:
     thread = _thread(request)
     body = SendMessage.model_validate(await _json(request))
+    runtime = request.app[RUNTIME]
+    await _within_line(body.text, thread.spec.model, runtime.usage(thread).line, "message")
     stored = await request.app[RUNTIME].steer(thread, body.text, pinned=body.pinned)
     return web.json_response({"seq": stored.seq, "thread": thread.thread_id}, status=202)
 
@@ -264,9 +362,10 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
 )
 
 
-def make_app(runtime: Runtime, guard: Guard) -> web.Application:
+def make_app(runtime: Runtime, guard: Guard, *, edge: Sequence[Middleware] = ()) -> web.Application:
+    """The API; ``edge`` middlewares run outside every other (the connection gate)."""
     app = web.Application(
-        middlewares=[errors_middleware, guard_middleware], client_max_size=MAX_BODY
+        middlewares=[*edge, errors_middleware, guard_middleware], client_max_size=MAX_BODY
     )
     app[RUNTIME] = runtime
     app[GUARD] = guard

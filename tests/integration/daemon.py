@@ -25,6 +25,8 @@ class DaemonProcess:
     home: Path
     fake_url: str
     extra_env: dict[str, str] = field(default_factory=dict)
+    file_limit: int | None = None
+    """Start the daemon with RLIMIT_NOFILE (soft and hard) at this, so it cannot raise it."""
     process: subprocess.Popen[bytes] | None = None
     url: str = ""
     token: str = ""
@@ -52,7 +54,7 @@ class DaemonProcess:
             marker.unlink()
         with (self.home / "daemon.log").open("ab") as log:  # the child keeps its own copy
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "condensate", "serve"],
+                self.command(),
                 cwd=REPO,
                 env=self.env(),
                 stdout=log,
@@ -75,6 +77,17 @@ class DaemonProcess:
         self.kill()
         msg = f"The daemon did not start within {timeout} s:\n{self.log_tail()}"
         raise AssertionError(msg)
+
+    def command(self) -> list[str]:
+        if self.file_limit is None:
+            return [sys.executable, "-m", "condensate", "serve"]
+        # A shim lowers the limit and execs the daemon: no preexec_fn in a threaded test.
+        shim = (
+            "import os, resource, sys; "
+            f"resource.setrlimit(resource.RLIMIT_NOFILE, ({self.file_limit}, {self.file_limit})); "
+            "os.execv(sys.executable, [sys.executable, '-m', 'condensate', 'serve'])"
+        )
+        return [sys.executable, "-c", shim]
 
     def log_tail(self) -> str:
         path = self.home / "daemon.log"
