@@ -40,7 +40,7 @@ def permissions_problem(permissions: str) -> str | None:
     if permissions in _FORBIDDEN:
         return None
     known = ", ".join(repr(value) for value in NATIVE_PERMISSIONS)
-    return f"The native engine does not know permissions {permissions!r}; it enforces {known}."
+    return f"The native engine cannot enforce permissions {permissions!r}; it enforces {known}."
 
 
 def allows(permissions: str, tool: str) -> bool:

@@ -28,6 +28,7 @@ from condensate.runtime import Runtime
 from condensate.settings import Settings
 from condensate.store import EventLog
 from condensate.testing.fake_model import Call, Cut, FakeModelServer, Text, ToolCalls
+from tests.integration.daemon import call, running_daemon
 
 MODEL = "anthropic:claude-sonnet-4-5"
 
@@ -185,7 +186,7 @@ def test_an_unknown_permissions_value_is_refused_naming_the_set() -> None:
         NativeEngine(spec)
     assert (refused.value.code, refused.value.status) == ("unsupported-permissions", 422)
     assert str(refused.value) == (
-        "The native engine does not know permissions 'root'; it enforces "
+        "The native engine cannot enforce permissions 'root'; it enforces "
         "'default', 'workspace', 'read-only'."
     )
     assert NATIVE_PERMISSIONS == ("default", "workspace", "read-only")
@@ -298,6 +299,23 @@ async def test_an_unknown_permissions_value_is_refused_before_anything_is_logged
         assert runtime.threads == {}
     assert refused.value.code == "unsupported-permissions"
     assert fake.requests == []
+
+
+async def test_the_api_answers_an_unknown_permissions_value_with_422(tmp_path, fake, session):
+    """POST /threads with permissions the native engine does not know is a 422 naming the
+    value and the documented set, and no thread is listed."""
+    home = tmp_path / "daemon"
+    home.mkdir()
+    with running_daemon(home, fake.url) as daemon:
+        body = {"engine": "api", "model": MODEL, "cwd": str(tmp_path), "brief": "b"}
+        status, refused = await call(
+            session, daemon, "POST", "/threads", {**body, "permissions": "sudo"}
+        )
+        _, listed = await call(session, daemon, "GET", "/threads")
+    assert (status, refused["error"]) == (422, "unsupported-permissions")
+    assert "'sudo'" in refused["detail"]
+    assert "'default', 'workspace', 'read-only'" in refused["detail"]
+    assert listed["threads"] == []
 
 
 async def test_a_call_to_a_tool_outside_the_threads_tools_is_not_run(tmp_path, fake):
