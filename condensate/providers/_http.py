@@ -220,11 +220,22 @@ async def post(
     return response
 
 
+_NOT_A_STREAM = frozenset({"text/html", "application/json"})
+"""Content types no event stream is sent with; other odd ones are still parsed as events."""
+
+
 async def events(
     response: aiohttp.ClientResponse, provider: str, read_timeout: float
 ) -> AsyncGenerator[ServerEvent, None]:
     """The server events of a streamed response; a broken or stalled stream is a transport
-    failure."""
+    failure. A body that is plainly no event stream (HTML, JSON) is read whole: an error
+    body is the error it names, anything else MalformedResponse."""
+    if response.content_type in _NOT_A_STREAM:
+        body = await read_json(response, provider, read_timeout)
+        if "error" in body:
+            raise classify(provider, 200, body)
+        msg = f"it answered a streaming request with one JSON body: {_parse.quote(str(body))}."
+        raise _parse.malformed(provider, msg)
     parser = SSEParser()
     try:
         async with response:

@@ -115,13 +115,13 @@ def arguments(tool: str, raw: str, *, cut: bool) -> Arguments:
     return Arguments(parsed)
 
 
-def input_object(tool: str, value: Any) -> Arguments:
+def input_object(tool: str, value: Any, *, cut: bool) -> Arguments:
     """Reads an already decoded ``input`` (an Anthropic JSON reply): an object, or a problem."""
     if value is None:
         return Arguments({})
     if isinstance(value, dict):
         return Arguments(value)
     if isinstance(value, str):
-        return arguments(tool, value, cut=False)
+        return arguments(tool, value, cut=cut)
     text = quote(json.dumps(value))
     return Arguments({}, f"The arguments of {tool} were JSON but not an object: {text}")

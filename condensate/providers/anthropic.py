@@ -106,10 +106,11 @@ def _completion(body: dict[str, Any]) -> Completion:
                 msg = f"a tool_use block lacks its name or id: {_parse.quote(repr(block))}."
                 raise _parse.malformed(PROVIDER, msg)
             raw = block.get("_raw")
+            cut = stop_reason == "max_tokens"
             arguments = (
-                _parse.arguments(name, raw, cut=stop_reason == "max_tokens")
+                _parse.arguments(name, raw, cut=cut)
                 if raw
-                else _parse.input_object(name, block.get("input"))
+                else _parse.input_object(name, block.get("input"), cut=cut)
             )
             calls.append(ToolCall(id=call_id, name=name, arguments=arguments.value))
             if arguments.problem is not None:
