@@ -44,13 +44,18 @@ def permissions_problem(permissions: str) -> str | None:
 
 
 def allows(permissions: str, tool: str) -> bool:
-    return tool not in _FORBIDDEN.get(permissions, frozenset())
+    """Whether ``tool`` may run; an unknown value allows nothing (the engine refuses one at
+    thread creation, so only a context built by hand can carry it)."""
+    forbidden = _FORBIDDEN.get(permissions)
+    return forbidden is not None and tool not in forbidden
 
 
 def refusal(permissions: str, tool: str) -> str | None:
     """The sentence refusing ``tool`` under ``permissions``, or None when it may run."""
     if allows(permissions, tool):
         return None
+    if problem := permissions_problem(permissions):
+        return f"{tool} is refused. {problem}"
     return f"{tool} is refused: this thread's permissions are {permissions!r}; {_WHY[permissions]}."
 
 

@@ -132,6 +132,13 @@ async def test_each_permissions_value_allows_or_refuses_each_call(
     assert not (cwd / "ran").exists()
 
 
+async def test_a_context_with_an_unknown_permissions_value_runs_nothing(cwd: Path) -> None:
+    """A hand-built context whose permissions are unknown refuses even read: it fails closed."""
+    outcome = await run_tool("read", {"path": "inside.txt"}, _ctx(cwd, "everything"))
+    assert outcome.is_error
+    assert "cannot enforce permissions 'everything'" in outcome.output
+
+
 async def test_a_refused_path_names_the_permissions_and_the_resolved_target(cwd: Path) -> None:
     """The refusal of a symlink says where it leads and which permissions confine the tools."""
     outcome = await run_tool("read", {"path": "link.txt"}, _ctx(cwd, "workspace"))
