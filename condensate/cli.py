@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import anyio
 
-from condensate import __version__
+from condensate import __version__, statedir
 from condensate.app import engine_checks, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError
@@ -39,8 +39,10 @@ def _emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
 
 
 def _open(settings: Settings, args: argparse.Namespace) -> EventLog:
-    path = Path(args.db) if args.db else settings.db_path
-    return EventLog.open(path)
+    if args.db:
+        return EventLog.open(Path(args.db))
+    statedir.prepare(settings.home)
+    return EventLog.open(settings.db_path)
 
 
 def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -97,9 +98,12 @@ class EventLog:
     def open(cls, path: Path, counter: Counter | None = None) -> EventLog:
         """Open the log at ``path``, creating its directory, file and schema as needed."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not path.exists():
+                # SQLite gives the -wal and -shm files the mode of the log itself.
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         except OSError as exc:
-            msg = f"Could not create the directory {str(path.parent)!r} for the event log: {exc}."
+            msg = f"Could not create the event log {str(path)!r}: {exc}."
             raise EventLogError(msg) from exc
         try:
             connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)

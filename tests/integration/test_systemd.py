@@ -25,6 +25,16 @@ def test_unit_declares_notify_restart_and_an_environment_file():
     assert parser["Install"]["WantedBy"] == "default.target"
 
 
+def test_unit_raises_the_file_limit_and_keeps_files_private():
+    """The unit sets LimitNOFILE well above the usual 1,024 (the HTTP edge holds up to 512
+    connections) and a 0077 umask."""
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    parser.read(UNIT)
+    service = parser["Service"]
+    assert int(service["LimitNOFILE"].split(":")[0]) >= 4096
+    assert service["UMask"] == "0077"
+
+
 def test_unit_passes_systemd_analyze_verify(tmp_path):
     """`systemd-analyze verify` accepts the unit with the command where ExecStart expects it
     (or, without systemd-analyze, the unit at least parses as an INI file)."""
