@@ -170,6 +170,20 @@ async def test_a_confined_search_lists_paths_relative_to_cwd(cwd: Path) -> None:
     assert outcome.output.splitlines() == ["inside.txt"]
 
 
+async def test_a_cwd_reached_through_a_symlink_is_still_the_workspace(tmp_path: Path) -> None:
+    """When cwd itself is a symlink, paths inside its target are inside the workspace, and
+    search still shows them relative to cwd."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "a.txt").write_text("alpha\n")
+    (tmp_path / "alias").symlink_to(real)
+    ctx = ToolContext(cwd=tmp_path / "alias", permissions="workspace")
+    read_back = await run_tool("read", {"path": "a.txt"}, ctx)
+    found = await run_tool("search", {"pattern": "alpha"}, ctx)
+    assert read_back.output == "     1\talpha"
+    assert found.output.splitlines()[0] == "a.txt:1:alpha"
+
+
 def test_read_only_and_workspace_threads_are_not_offered_what_they_may_not_run() -> None:
     """tool_specs leaves out the tools the permissions forbid, and the names the spec omits."""
 
