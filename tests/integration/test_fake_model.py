@@ -4,6 +4,7 @@ log, the ``python -m`` entry point and the threaded runner."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import signal
@@ -19,14 +20,20 @@ import aiohttp
 import pytest
 
 from condensate.testing.fake_model import (
+    Broken,
     Call,
+    Cut,
     Fail,
     FakeModelServer,
+    Html,
     Overflow,
+    Raw,
     Reply,
     Slow,
+    Stall,
     Text,
     ToolCalls,
+    Unframed,
     Usage,
     reply_from_json,
     reply_to_json,
@@ -799,6 +806,180 @@ def test_replies_round_trip_through_json():
         assert reply_from_json(json.loads(json.dumps(reply_to_json(reply)))) == reply
     with pytest.raises(ValueError, match="Overflow mode"):
         reply_from_json({"type": "overflow", "mode": "500"})
+
+
+def test_fault_replies_round_trip_through_json():
+    """Every fault reply kind survives ``reply_to_json`` and ``reply_from_json``; a bad
+    ``drop`` is refused naming the choices."""
+    replies: list[Reply] = [
+        ToolCalls([Call("read", raw="{'path': 'a.txt'}", id="c1")]),
+        Broken(Text("a"), after=3, line="oops"),
+        Stall(Text("b"), seconds=2.5, after=1),
+        Unframed(Text("c"), drop="all"),
+        Cut(ToolCalls([Call("read", {"path": "a.txt"})]), keep=7),
+        Html("<p>hi</p>", status=502, content_type="text/html; charset=utf-8"),
+        Raw(body=[1, 2], events=[{"type": "message_start"}, "not json", [3]]),
+    ]
+    for reply in replies:
+        assert reply_from_json(json.loads(json.dumps(reply_to_json(reply)))) == reply
+    assert reply_from_json({"type": "broken", "reply": {"type": "text", "text": "x"}}) == Broken(
+        Text("x")
+    )
+    with pytest.raises(ValueError, match="drop must be"):
+        reply_from_json({"type": "unframed", "reply": {"type": "text", "text": "x"}, "drop": "x"})
+
+
+async def queue_json(http: aiohttp.ClientSession, fake: FakeModelServer, *replies: Any) -> None:
+    """Scripts replies through the HTTP control API, as a test in another process does."""
+    status, _, _ = await post(http, f"{fake.url}/_fake/queue", {"replies": list(replies)})
+    assert status == 200
+
+
+async def test_an_html_reply_is_sent_whatever_the_request(fake, http):
+    """``html`` answers its status with its page and content type, streaming or not."""
+    html = {"type": "html", "body": "<html>portal</html>"}
+    await queue_json(http, fake, html, {**html, "status": 502})
+    status, text, response = await post(
+        http, f"{fake.url}/v1/messages", anthropic_body([user("a")], stream=True)
+    )
+    assert (status, text, response.content_type) == (200, "<html>portal</html>", "text/html")
+    status, _, _ = await post(
+        http, f"{fake.url}/v1/chat/completions", {"model": GPT, "messages": [user("a")]}
+    )
+    assert status == 502
+    assert [r.reply for r in fake.requests] == ["html", "html"]
+
+
+async def test_a_broken_reply_carries_a_line_that_is_not_json(fake, http):
+    """``broken`` puts its line after ``after`` events of a stream and cuts a JSON body."""
+    broken = {"type": "broken", "reply": {"type": "text", "text": "hi"}, "after": 1, "line": "<x"}
+    await queue_json(http, fake, broken, broken)
+    _, text, _ = await post(
+        http, f"{fake.url}/v1/messages", anthropic_body([user("a")], stream=True)
+    )
+    lines = [line for line in text.splitlines() if line.startswith("data: ")]
+    assert lines[1] == "data: <x"
+    assert json.loads(lines[0][6:])["type"] == "message_start"
+    assert json.loads(lines[-1][6:])["type"] == "message_stop"
+    async with http.post(f"{fake.url}/v1/messages", json=anthropic_body([user("a")])) as response:
+        body = await response.text()
+    assert response.content_type == "application/json"
+    assert body.startswith('{"id": "msg_fake')
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(body)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "missing"),
+    [
+        ("/v1/messages", anthropic_body([user("a")], stream=True), "message_stop"),
+        ("/v1/responses", {"model": GPT, "input": "a", "stream": True}, "response.completed"),
+        ("/v1/chat/completions", {"model": GPT, "messages": [user("a")], "stream": True}, "[DONE]"),
+    ],
+)
+async def test_an_unframed_stream_lacks_its_end(fake, http, path, body, missing):
+    """``unframed`` with ``drop: "stop"`` leaves the closing events out of each API's stream."""
+    await queue_json(http, fake, {"type": "unframed", "reply": {"type": "text", "text": "hi"}})
+    status, text, _ = await post(http, f"{fake.url}{path}", body)
+    assert status == 200
+    assert "hi" in text
+    assert missing not in text
+    assert '"finish_reason":"stop"' not in text
+
+
+async def test_an_unframed_stream_can_carry_nothing(fake, http):
+    """``drop: "all"`` is a 200 event stream with no events at all."""
+    await queue_json(
+        http, fake, {"type": "unframed", "reply": {"type": "text", "text": "hi"}, "drop": "all"}
+    )
+    body = {"model": GPT, "input": "a", "stream": True}
+    status, text, response = await post(http, f"{fake.url}/v1/responses", body)
+    assert (status, text, response.content_type) == (200, "", "text/event-stream")
+
+
+async def test_cut_arguments_stop_at_max_tokens_in_each_api(fake, http):
+    """``cut`` keeps ``keep`` characters of the last call's arguments and says the reply hit
+    its limit: Anthropic max_tokens, Responses incomplete, Chat length."""
+    cut = {
+        "type": "cut",
+        "keep": 9,
+        "reply": {"type": "tool_calls", "calls": [{"name": "read", "arguments": {"path": "a"}}]},
+    }
+    await queue_json(http, fake, cut, cut, cut)
+    _, text, _ = await post(
+        http, f"{fake.url}/v1/messages", anthropic_body([user("a")], stream=True)
+    )
+    stream = events(text)
+    pieces = [d["delta"]["partial_json"] for _, d in stream if d["type"] == "content_block_delta"]
+    assert "".join(pieces) == '{"path": '
+    assert stream[-2][1]["delta"]["stop_reason"] == "max_tokens"
+    assert stream[-1][0] == "message_stop"
+    _, response, _ = await post(http, f"{fake.url}/v1/responses", {"model": GPT, "input": "a"})
+    assert response["status"] == "incomplete"
+    assert response["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert response["output"][-1]["arguments"] == '{"path": '
+    chat = {"model": GPT, "messages": [user("a")]}
+    _, reply, _ = await post(http, f"{fake.url}/v1/chat/completions", chat)
+    assert reply["choices"][0]["finish_reason"] == "length"
+    assert reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"path": '
+
+
+async def test_raw_arguments_are_sent_as_they_are(fake, http):
+    """A call's ``raw`` text is the arguments Chat and Responses send, JSON or not."""
+    calls = {"type": "tool_calls", "calls": [{"name": "read", "raw": "{'path': 'a.txt'}"}]}
+    await queue_json(http, fake, calls, calls)
+    chat = {"model": GPT, "messages": [user("a")]}
+    _, reply, _ = await post(http, f"{fake.url}/v1/chat/completions", chat)
+    function = reply["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert function == {"name": "read", "arguments": "{'path': 'a.txt'}"}
+    _, response, _ = await post(http, f"{fake.url}/v1/responses", {"model": GPT, "input": "a"})
+    assert response["output"][-1]["arguments"] == "{'path': 'a.txt'}"
+
+
+async def test_raw_replies_send_json_of_any_shape(fake, http):
+    """``raw`` answers its ``body`` as JSON, and its ``events`` as data lines of a stream."""
+    await queue_json(
+        http,
+        fake,
+        {"type": "raw", "body": [1, 2]},
+        {"type": "raw", "events": [{"type": "message_start"}, "not json"]},
+    )
+    _, body, _ = await post(http, f"{fake.url}/v1/messages", anthropic_body([user("a")]))
+    assert body == [1, 2]
+    _, text, _ = await post(
+        http, f"{fake.url}/v1/messages", anthropic_body([user("a")], stream=True)
+    )
+    assert text == 'event: message_start\ndata: {"type":"message_start"}\n\ndata: not json\n\n'
+
+
+async def test_a_stall_sends_headers_then_waits(fake, http):
+    """``stall`` sends the headers at once and the rest only after ``seconds``."""
+    stall = {"type": "stall", "reply": {"type": "text", "text": "late"}, "seconds": 0.4}
+    await queue_json(http, fake, stall)
+    started = time.monotonic()
+    async with http.post(
+        f"{fake.url}/v1/messages", json=anthropic_body([user("a")], stream=True)
+    ) as response:
+        headers_at = time.monotonic() - started
+        text = await response.text()
+    assert headers_at < 0.3
+    assert time.monotonic() - started >= 0.4
+    assert "late" in text
+
+
+async def test_a_stalled_client_that_hangs_up_frees_the_server(fake, http):
+    """A client leaving a stall ends the fake's wait at once: the server goes idle."""
+    stall = {"type": "stall", "reply": {"type": "text", "text": "late"}, "seconds": 30}
+    await queue_json(http, fake, stall)
+    body = anthropic_body([user("a")], stream=True)
+    async with http.post(f"{fake.url}/v1/messages", json=body) as response:
+        response.close()
+    started = time.monotonic()
+    status, _, _ = await post(http, f"{fake.url}/v1/messages", anthropic_body([user("b")]))
+    assert status == 200
+    assert time.monotonic() - started < 1
+    await asyncio.sleep(0.3)
+    assert fake.idle_seconds() > 0
 
 
 def _post_sync(url: str, body: Any) -> tuple[int, Any]:

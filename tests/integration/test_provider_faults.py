@@ -332,7 +332,7 @@ async def test_a_pause_mid_stream_is_cut_and_retried(fake, session, provider):
 
 async def test_no_headers_within_the_read_timeout_is_a_stall_too(fake, session):
     """A server that sends no headers within the read timeout is cut there."""
-    fake.queue(*[Slow(Text("x"), chunk_delay=1.0, chunks=5)] * ATTEMPTS)
+    fake.queue(*[Slow(Text("x"), chunk_delay=0.4, chunks=2)] * ATTEMPTS)
     c = client(fake, session, "chat", timeouts=Timeouts(call=30, read=0.3))
     with pytest.raises(TransportFailed, match=r"sent nothing for 0\.3 s"):
         await c.complete(request("chat", stream=False))

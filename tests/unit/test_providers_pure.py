@@ -1,4 +1,5 @@
-"""The pure parts of the provider layer: SSE parsing, error classes, model names, windows."""
+"""The pure parts of the provider layer: SSE parsing, error classes, model names, windows,
+reading tool arguments and event data, and the call bounds' settings."""
 
 from __future__ import annotations
 
@@ -11,13 +12,17 @@ from condensate.errors import (
     ConfigError,
     ContextWindowExceeded,
     MalformedRequest,
+    MalformedResponse,
+    ProviderError,
     ProviderUnavailable,
     RateLimited,
 )
 from condensate.providers import ModelName, parse_model
-from condensate.providers._http import RetryPolicy, classify
+from condensate.providers._http import RetryPolicy, Timeouts, classify
+from condensate.providers._parse import QUOTED, Arguments, arguments, event_data
 from condensate.providers.sse import ServerEvent, SSEParser
 from condensate.providers.windows import FALLBACK, resolve
+from condensate.settings import Settings, load_settings
 
 ANTHROPIC_TOO_LONG = {
     "type": "error",
@@ -228,3 +233,80 @@ def test_sse_parsing_does_not_depend_on_chunking(events, cuts, newline):
     pieces += parser.close()
     assert pieces == whole
     assert [e.data for e in whole] == [data for _, data in events]
+
+
+@pytest.mark.parametrize(
+    ("raw", "cut", "value", "problem"),
+    [
+        ('{"path": "a.txt"}', False, {"path": "a.txt"}, None),
+        ("", False, {}, None),
+        ("  ", True, {}, None),
+        (
+            "{'path': 'a.txt'}",
+            False,
+            {},
+            "The arguments of read were not valid JSON (Expecting property name enclosed in "
+            "double quotes at 1): {'path': 'a.txt'}",
+        ),
+        (
+            '{"path": "a.t',
+            True,
+            {},
+            "The arguments of read were cut off at max_tokens before they were complete: "
+            '{"path": "a.t',
+        ),
+        ("[1, 2]", False, {}, "The arguments of read were JSON but not an object: [1, 2]"),
+        ("null", False, {}, "The arguments of read were JSON but not an object: null"),
+    ],
+)
+def test_tool_arguments_are_read_or_named_as_unreadable(raw, cut, value, problem):
+    """Arguments text is an object, or no arguments with a sentence naming why it could not
+    be read: not JSON, cut off at max_tokens, or JSON that is not an object."""
+    assert arguments("read", raw, cut=cut) == Arguments(value, problem)
+
+
+def test_a_long_unreadable_argument_text_is_quoted_by_its_start():
+    """Only the start of long unreadable arguments is quoted, marked as cut."""
+    problem = arguments("write", "{" + "x" * 1_000, cut=False).problem
+    assert problem is not None
+    assert problem.endswith("{" + "x" * (QUOTED - 1) + "…")
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("<html>", "a stream event's data line is not JSON: '<html>'"),
+        ("[1]", "a stream event is not a JSON object: '[1]'"),
+    ],
+)
+def test_event_data_that_is_no_json_object_is_malformed(data, expected):
+    """A data line that is not a JSON object is a MalformedResponse naming the provider."""
+    with pytest.raises(MalformedResponse) as caught:
+        event_data("chat", data)
+    assert str(caught.value) == f"The chat reply could not be read: {expected}."
+    assert caught.value.retryable
+
+
+def test_malformed_response_is_a_retryable_provider_error():
+    """MalformedResponse sits under ProviderError with its own code and is retryable."""
+    error = MalformedResponse("x", provider="openai")
+    assert isinstance(error, ProviderError)
+    assert (error.code, error.retryable, error.provider) == ("malformed-response", True, "openai")
+
+
+def test_call_bounds_come_from_their_settings(monkeypatch):
+    """CONDENSATE_PROVIDER_TIMEOUT_S and CONDENSATE_PROVIDER_READ_TIMEOUT_S reach the clients'
+    timeouts; the defaults are 600 s and 120 s."""
+    assert Settings().providers().timeouts == Timeouts(call=600, read=120)
+    monkeypatch.setenv("CONDENSATE_PROVIDER_TIMEOUT_S", "90")
+    monkeypatch.setenv("CONDENSATE_PROVIDER_READ_TIMEOUT_S", "2.5")
+    timeouts = load_settings().providers().timeouts
+    assert (timeouts.call, timeouts.read) == (90, 2.5)
+    assert timeouts.client_timeout().sock_read == 2.5
+
+
+def test_a_call_bound_that_is_not_positive_names_its_variable(monkeypatch):
+    """A zero deadline is refused at start, naming the variable."""
+    monkeypatch.setenv("CONDENSATE_PROVIDER_TIMEOUT_S", "0")
+    with pytest.raises(ConfigError, match="CONDENSATE_PROVIDER_TIMEOUT_S"):
+        load_settings()
