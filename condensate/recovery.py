@@ -11,6 +11,7 @@ import anyio
 import structlog
 
 from condensate import approvals
+from condensate.errors import CondensateError
 from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded
 from condensate.queries import open_calls, spec_of, untaken_input
 from condensate.rebuild import rebuild
@@ -24,23 +25,15 @@ async def recover(runtime: Runtime) -> list[str]:
     a turn for input no turn took up. The ids of the threads resumed."""
     resumed: list[str] = []
     for thread_id in await anyio.to_thread.run_sync(runtime.log.thread_ids):
-        projection = await anyio.to_thread.run_sync(partial(rebuild, runtime.log, thread_id))
-        created = await anyio.to_thread.run_sync(partial(runtime.log.read, thread_id, 1))
-        if not isinstance(created.event, ThreadCreated):
+        try:
+            thread = await _rebuild(runtime, thread_id)
+        except CondensateError as exc:
+            # One thread the log or its engine cannot bring back must not keep the daemon
+            # (and every other thread) down; it stays in the log, untouched.
+            log.warning("thread_not_recovered", thread=thread_id, error=str(exc), code=exc.code)
             continue
-        spec = spec_of(created.event, projection)
-        if spec.engine not in runtime.engines:
-            log.warning("thread_engine_unavailable", thread=thread_id, engine=spec.engine)
+        if thread is None:
             continue
-        thread = Thread(
-            thread_id,
-            spec,
-            projection,
-            await runtime.window_for(spec.model),
-            runtime.engines[spec.engine](spec, runtime.engine_env(thread_id)),
-        )
-        thread.seats["main"] = ""
-        thread.snapshot_at = projection.last_seq
         runtime.threads[thread_id] = thread
         await approvals.deny_pending(
             runtime, thread, "the daemon restarted before anyone answered; the call did not run"
@@ -54,6 +47,29 @@ async def recover(runtime: Runtime) -> list[str]:
             runtime.start_turn(thread, "queued")
     log.info("runtime_recovered", threads=len(runtime.threads), resumed=len(resumed))
     return resumed
+
+
+async def _rebuild(runtime: Runtime, thread_id: str) -> Thread | None:
+    """A thread from its snapshot and log, with its engine; None when the log holds no
+    thread there or this daemon was built without its engine."""
+    projection = await anyio.to_thread.run_sync(partial(rebuild, runtime.log, thread_id))
+    created = await anyio.to_thread.run_sync(partial(runtime.log.read, thread_id, 1))
+    if not isinstance(created.event, ThreadCreated):
+        return None
+    spec = spec_of(created.event, projection)
+    if spec.engine not in runtime.engines:
+        log.warning("thread_engine_unavailable", thread=thread_id, engine=spec.engine)
+        return None
+    thread = Thread(
+        thread_id,
+        spec,
+        projection,
+        await runtime.window_for(spec.model),
+        runtime.engines[spec.engine](spec, runtime.engine_env(thread_id)),
+    )
+    thread.seats["main"] = ""
+    thread.snapshot_at = projection.last_seq
+    return thread
 
 
 async def close_cut_off_turn(runtime: Runtime, thread: Thread) -> bool:

@@ -135,3 +135,25 @@ async def test_a_steer_the_turn_answered_before_it_ended_is_not_answered_again(t
         await anyio.sleep(0.3)
         assert not runtime.get("t-done").running
     assert fake.requests == []
+
+
+async def test_a_thread_its_engine_now_refuses_does_not_keep_the_others_down(tmp_path):
+    """A stored thread whose engine refuses it today (permissions it no longer accepts) is
+    left in the log and skipped; the other threads recover and answer."""
+    home = tmp_path / "home"
+    home.mkdir()
+    refused = ThreadCreated(
+        at=now_utc(), engine="api", model=MODEL, cwd=str(tmp_path), permissions="sudo"
+    )
+    write_log(home / "condensate.db", "t-refused", [refused, UserMessage(at=now_utc(), text="x")])
+    write_log(
+        home / "condensate.db",
+        "t-fine",
+        [created(tmp_path), UserMessage(at=now_utc(), text="still here?")],
+    )
+    async with FakeModelServer() as fake, restarted(home, fake) as runtime:
+        fake.queue(Text("yes"))
+        assert await answered(runtime, "t-fine") == ["yes"]
+        assert "t-refused" not in runtime.threads
+    with EventLog.open(home / "condensate.db") as log:
+        assert log.tail("t-refused", after=0, history=True).events[-1].seq == 2
