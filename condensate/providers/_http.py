@@ -1,5 +1,7 @@
 """What every client shares: error classification from real error bodies, bounded retries
-with backoff, and reading a streamed body into server events. The I/O edge of providers."""
+with backoff inside a deadline for the whole call, read timeouts, and reading a body or a
+stream of server events (what cannot be read is MalformedResponse). The I/O edge of
+providers."""
 
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ class Timeouts:
 
     ``call`` bounds the whole call: every attempt and every wait between retries. ``read``
     bounds each silence: the wait for the response's headers and the gap between two chunks
-    of its body. ``connect`` bounds opening a connection.
+    of its body. ``connect`` bounds opening a connection. A non-streaming call sends nothing
+    until it is done, so ``read`` bounds its whole generation too.
 
     >>> Timeouts(call=600, read=120)          # the defaults
     >>> Timeouts(call=5, read=0.2)            # a stall is cut fast in tests

@@ -163,6 +163,8 @@ class ResponsesClient(_Client):
 
 def _responses_completion(response: dict[str, Any]) -> Completion:
     provider = "openai"
+    if response.get("status") == "failed":
+        raise _http.classify(provider, 200, {"error": response.get("error") or response})
     text: list[str] = []
     raw_calls: list[tuple[str, Any, Any]] = []
     for item in _parse.need(provider, response.get("output"), list, "the response's output"):

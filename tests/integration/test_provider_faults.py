@@ -363,3 +363,12 @@ async def test_no_retry_starts_that_would_wait_past_the_deadline(fake, session):
         await c.complete(request("chat"))
     assert time.monotonic() - started < 1
     assert len(fake.requests) == 1
+
+
+async def test_a_failed_response_sent_as_json_is_its_error(fake, session):
+    """A non-streaming Responses reply whose status is failed is the error it carries, not
+    an empty success."""
+    failed = {"status": "failed", "error": {"code": "server_error", "message": "it broke"}}
+    fake.queue(*[Raw(body=failed)] * ATTEMPTS)
+    with pytest.raises(ProviderUnavailable, match="it broke"):
+        await client(fake, session, "openai").complete(request("openai", stream=False))
