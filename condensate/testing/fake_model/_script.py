@@ -232,7 +232,13 @@ def default_reply(number: int, prompt_chars: int) -> Text:
 
 
 def reply_to_json(reply: Reply) -> dict[str, Any]:
-    """The control API's JSON form of a reply; ``reply_from_json`` reads it back."""
+    """The control API's JSON form of a reply; ``reply_from_json`` reads it back.
+
+    An object whose ``type`` names the class (``text``, ``tool_calls``, ``slow``, ``fail``,
+    ``overflow``, ``usage``, ``broken``, ``stall``, ``unframed``, ``cut``, ``html``, ``raw``)
+    and whose other keys are its fields; a wrapper's ``reply`` is another such object:
+    ``{"type": "stall", "reply": {"type": "text", "text": "late"}, "seconds": 5}``.
+    """
     match reply:
         case Text(text=text, thinking=thinking):
             return {"type": "text", "text": text, "thinking": thinking}
