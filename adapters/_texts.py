@@ -28,3 +28,18 @@ def ask_note(ask: AskOpened) -> str:
 
 def resumed(cli: str) -> str:
     return RESUMED.format(cli=cli)
+
+
+AUTH_STATUSES = frozenset({401, 403})
+"""A provider's answer to a missing or wrong credential: retrying it cannot help."""
+BAD_CREDENTIAL = (
+    "the provider refused {cli}'s credential (HTTP {status}{error}); set a valid key in "
+    "{setting} and send the message again"
+)
+
+
+def bad_credential(cli: str, status: int, error: str, setting: str) -> str:
+    """Why a CLI turn failed on an authentication error, naming the setting to fix."""
+    return BAD_CREDENTIAL.format(
+        cli=cli, status=status, error=f" {error}" if error else "", setting=setting
+    )

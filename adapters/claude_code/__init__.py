@@ -26,8 +26,8 @@ is told to the head in the next user line the engine writes (a follow-up after t
 result when it opened mid-turn); its answer is taken at the next checkpoint or turn start. A
 window taken while the engine is idle (an ask's deadline) restarts the session at once.
 
-``_cli`` owns the binary and the process, ``_translate`` the lines-to-events translation, and
-``engine`` the turns, checkpoints and sessions.
+``_cli`` owns the binary and the process, ``_translate`` the lines-to-events translation,
+``_reading`` following one turn's lines, and ``engine`` the turns, checkpoints and sessions.
 """
 
 from __future__ import annotations

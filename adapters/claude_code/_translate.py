@@ -241,3 +241,22 @@ def _output(content: Any) -> str:
                 parts.append(str(block))
         return "\n".join(parts)
     return json.dumps(content)
+
+
+def api_retry(line: dict[str, Any]) -> tuple[str, int | None]:
+    """A ``system/api_retry`` line (Claude Code retrying a failed API call on its own) as a
+    notice's detail, and the HTTP status it retries (None for a connection error).
+
+    claude 2.1.332 prints ``{"type": "system", "subtype": "api_retry", "attempt": 1,
+    "max_retries": 10, "retry_delay_ms": 508, "error_status": 401, "error":
+    "authentication_failed", ...}`` before each retry."""
+    status = line.get("error_status")
+    code = int(status) if isinstance(status, int | float) else None
+    delay = float(line.get("retry_delay_ms") or 0) / 1000
+    detail = (
+        f"Claude Code retries a failed API call: attempt {line.get('attempt')} of "
+        f"{line.get('max_retries')}, {code if code is not None else 'no status'} "
+        f"{line.get('error') or ''}".rstrip()
+        + f"; next try in {delay:.1f} s"
+    )
+    return detail, code

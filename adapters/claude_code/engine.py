@@ -4,29 +4,25 @@ A turn sends the human messages logged since the last one and reads lines until 
 ``result``, appending what ``_translate`` makes of them; after each top-level tool result the
 checkpoint runs. A window ends the process and starts a new session with it (a fork of the
 root session at its first safe point, or a fresh one); a crash mid-turn resumes once.
+Reading a turn's lines is ``_reading``'s half of the engine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import structlog
 
 from adapters import _child
 from adapters._asks import AskTeller
-from adapters._texts import CONTINUE, resumed
+from adapters._texts import AUTH_STATUSES, CONTINUE, bad_credential, resumed
 from adapters.claude_code import _cli
+from adapters.claude_code._reading import ANTHROPIC_KEY_SETTING, TurnReader, _Read
 from adapters.claude_code._translate import (
     Replies,
-    reply_of,
-    text_without_calls,
-    top_level,
-    unprompted,
 )
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
@@ -37,11 +33,8 @@ from condensate.engine import (
 )
 from condensate.events import (
     EngineNotice,
-    Event,
     ModelRefused,
-    ModelUsage,
     SystemLine,
-    ToolResult,
     Window,
 )
 from condensate.projector import Projection
@@ -58,19 +51,7 @@ MAX_RESTARTS_PER_TURN = 12
 Start = Literal["first", "fresh", "fork", "resume"]
 
 
-@dataclass
-class _Read:
-    """How reading a turn ended."""
-
-    how: Literal["result", "exited"]
-    result: dict[str, Any] = field(default_factory=dict)
-    window: bool = False
-    """A window is due: the turn was interrupted to start a new session with it."""
-    stop: str | None = None
-    returncode: int | None = None
-
-
-class ClaudeCodeEngine:
+class ClaudeCodeEngine(TurnReader):
     """Runs turns of one ``claude`` thread through the Claude Code CLI."""
 
     name: ClassVar[str] = "claude"
@@ -147,10 +128,6 @@ class ClaudeCodeEngine:
         finally:
             self.in_turn = False
 
-    def interrupted(self) -> bool:
-        """The operator interrupted the running turn (a method: it changes while we wait)."""
-        return self.operator_interrupt
-
     async def interrupt(self) -> None:
         """The operator's interrupt: Claude Code's ``interrupt`` control request; the turn
         ends when the CLI's result line for it arrives."""
@@ -194,25 +171,11 @@ class ClaudeCodeEngine:
                 )
             )
             read = await self._read_turn(ctx)
-            if self.interrupted():
-                await self._close_open_calls(ctx, "the operator interrupted the turn")
-                if read.how == "exited":
-                    await self._end_process()
-                return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
+            cut_short = await self._cut_short(ctx, read, last_text)
+            if cut_short is not None:
+                return cut_short
             if read.how == "exited":
-                await self._close_open_calls(ctx, "the Claude Code process exited")
-                await ctx.append(
-                    EngineNotice(
-                        at=ctx.now(),
-                        engine="claude",
-                        notice="cli-exited",
-                        detail=f"exit {read.returncode} mid-turn; "
-                        f"{_cli.stderr_tail(self.config_dir)}",
-                        seat="main",
-                        session_id=self.session_id or None,
-                    )
-                )
-                await self._end_process()
+                await self._exited(ctx, read)
                 if read.window or self.window_pending:
                     message = await self._window_start(ctx, forced=False)
                     continue
@@ -252,12 +215,7 @@ class ClaudeCodeEngine:
                 message = await self._window_start(ctx, forced=False)
                 continue
             if result.get("is_error"):
-                errors = result.get("errors") or []
-                reason = str(result.get("result") or "; ".join(map(str, errors)) or "")
-                detail = f"Claude Code ended the turn with {result.get('subtype')}"
-                detail += f" ({result.get('terminal_reason')}): {reason}"[:500]
-                await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail))
-                return TurnOutcome("failed", detail, last_text)
+                return await self._failed(ctx, read, last_text)
             if self.asks.untold(ctx):
                 # The ask opened during the turn: tell the head now, in a follow-up line.
                 message = ""
@@ -266,6 +224,47 @@ class ClaudeCodeEngine:
         return TurnOutcome(
             "failed", f"{MAX_RESTARTS_PER_TURN} Claude sessions started in one turn", last_text
         )
+
+    async def _cut_short(self, ctx: TurnContext, read: _Read, last_text: str) -> TurnOutcome | None:
+        """How the turn ends when the operator interrupted it or the provider refused the
+        credential, whatever the CLI did meanwhile; None when neither happened."""
+        if self.interrupted():
+            await self._close_open_calls(ctx, "the operator interrupted the turn")
+            if read.how == "exited":
+                await self._end_process()
+            return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
+        if read.credential is not None:
+            return await self._refused_credential(ctx, read, read.credential, last_text)
+        return None
+
+    async def _exited(self, ctx: TurnContext, read: _Read) -> None:
+        """The CLI exited mid-turn: its open calls are closed, the exit noted."""
+        await self._close_open_calls(ctx, "the Claude Code process exited")
+        await ctx.append(
+            EngineNotice(
+                at=ctx.now(),
+                engine="claude",
+                notice="cli-exited",
+                detail=f"exit {read.returncode} mid-turn; {_cli.stderr_tail(self.config_dir)}",
+                seat="main",
+                session_id=self.session_id or None,
+            )
+        )
+        await self._end_process()
+
+    async def _failed(self, ctx: TurnContext, read: _Read, last_text: str) -> TurnOutcome:
+        """A result with ``is_error`` (not an overflow): the turn fails with its reason."""
+        result = read.result
+        status = result.get("api_error_status")
+        if status in AUTH_STATUSES:
+            reason = bad_credential("Claude Code", int(status), "", ANTHROPIC_KEY_SETTING)
+            return await self._refused_credential(ctx, read, reason, last_text)
+        errors = result.get("errors") or []
+        reason = str(result.get("result") or "; ".join(map(str, errors)) or "")
+        detail = f"Claude Code ended the turn with {result.get('subtype')}"
+        detail += f" ({result.get('terminal_reason')}): {reason}"[:500]
+        await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail))
+        return TurnOutcome("failed", detail, last_text)
 
     # -- what to send -------------------------------------------------------------------
 
@@ -394,118 +393,16 @@ class ClaudeCodeEngine:
         assert self.process is not None
         await _cli.write(self.process, _cli.user_line(text, self.session_id))
 
-    async def _interrupt(self) -> None:
-        self._requests += 1
-        assert self.process is not None
-        await _cli.write(self.process, _cli.interrupt_line(self._requests))
-
-    # -- reading a turn -------------------------------------------------------------------
-
-    async def _read_turn(self, ctx: TurnContext) -> _Read:
-        process = self.process
-        assert process is not None
-        assert process.stdout is not None
-        window = False
-        stop: str | None = None
-        while True:
-            raw = await process.stdout.readline()
-            if not raw:
-                await self._flush(ctx)
-                returncode = await process.wait()
-                return _Read("exited", window=window, stop=stop, returncode=returncode)
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                log.info("claude_plain_line", thread=ctx.thread_id, line=raw[:300].decode())
-                continue
-            if not isinstance(line, dict):
-                continue
-            kind = line.get("type")
-            if kind == "system" and line.get("subtype") == "init":
-                await self._init(ctx, line)
-            elif kind == "assistant" and top_level(line):
-                await self._assistant(ctx, line)
-            elif kind == "user" and top_level(line):
-                if not await self._tool_results(ctx, line) or window or stop is not None:
-                    continue
-                if self.interrupted():
-                    continue  # the turn ends at the result the interrupt brings
-                if self.window_pending:
-                    window = True
-                    await self._interrupt()
-                    continue
-                check = await ctx.checkpoint()
-                if check.stop is not None:
-                    stop = check.stop
-                    await self._interrupt()
-                elif check.window is not None:
-                    window = True
-                    await self._interrupt()
-            elif kind == "result":
-                await self._flush(ctx)
-                if unprompted(line):
-                    # A turn the CLI ran by itself (a background subagent finished), maybe
-                    # while no turn of ours was reading: its replies are the head's and are
-                    # logged, but its result does not end the turn we are waiting on.
-                    log.info("claude_unprompted_turn", thread=ctx.thread_id, origin=line["origin"])
-                    continue
-                return _Read("result", result=line, window=window, stop=stop)
-
-    async def _init(self, ctx: TurnContext, line: dict[str, Any]) -> None:
-        session = str(line.get("session_id") or "")
-        if session and session != self.session_id:
-            await ctx.append(
-                EngineNotice(
-                    at=ctx.now(),
-                    engine="claude",
-                    notice="session-changed",
-                    detail="Claude Code reported a session id other than the one it was given",
-                    seat="main",
-                    session_id=session,
-                    previous_session_id=self.session_id or None,
-                )
+    async def _refused_credential(
+        self, ctx: TurnContext, read: _Read, reason: str, last_text: str
+    ) -> TurnOutcome:
+        """The turn fails on a refused credential, said in the log for the operator."""
+        await self._close_open_calls(ctx, "the provider refused the credential")
+        await ctx.append(
+            SystemLine(
+                at=ctx.now(), code="authentication-failed", text=f"The turn failed: {reason}."
             )
-            if self.root_session_id == self.session_id:
-                self.root_session_id = session
-            self.session_id = session
-
-    async def _assistant(self, ctx: TurnContext, line: dict[str, Any]) -> None:
-        reply = reply_of(line)
-        if reply is None:
-            return
-        message_id, message = reply
-        await self._log(ctx, self.replies.assistant_line(line, ctx.now))
-        if self.root_session_id == self.session_id:
-            if not self.root_first_message:
-                self.root_first_message = message_id
-            if (
-                self.root_safe_uuid is None
-                and message_id == self.root_first_message
-                and text_without_calls(message)
-            ):
-                self.root_safe_uuid = str(line.get("uuid") or "") or None
-
-    async def _log(self, ctx: TurnContext, events: list[Event]) -> None:
-        """Append translated events; a counted call marks the session as measured."""
-        if not events:
-            return
-        if any(isinstance(e, ModelUsage) for e in events):
-            self.measured = True
-        await ctx.append(events)
-
-    async def _flush(self, ctx: TurnContext) -> None:
-        """Log the reply gathered so far: its usage once per message id, then the reply."""
-        await self._log(ctx, self.replies.flush(ctx.now) or [])
-
-    async def _tool_results(self, ctx: TurnContext, line: dict[str, Any]) -> bool:
-        """Log a user line's tool results; says whether it had any of a logged call."""
-        events = self.replies.user_line(line, ctx.now)
-        await self._log(ctx, events)
-        return any(isinstance(e, ToolResult) for e in events)
-
-    async def _close_open_calls(self, ctx: TurnContext, why: str) -> None:
-        """Every logged call gets its result, even when the process died before giving one."""
-        await self._flush(ctx)
-        events = self.replies.interrupted(why, ctx.now)
-        if events:
-            await ctx.append(events)
+        )
+        if read.how == "exited":
+            await self._end_process()
+        return TurnOutcome("failed", reason, last_text)

@@ -21,7 +21,8 @@ there. A refusal forces a window; a summary the curator cannot write fails the s
 get Condensate's MCP server in the config and are asked, as on Claude Code.
 
 ``_cli`` owns the binary and the generated ``CODEX_HOME``, ``_rpc`` the JSON-RPC peer,
-``_translate`` the items-to-events translation, and ``engine`` the turns and threads.
+``_translate`` the items-to-events translation, ``_reading`` following one turn's
+notifications, and ``engine`` the turns and threads.
 """
 
 from __future__ import annotations

@@ -65,6 +65,34 @@ def is_overflow(error: dict[str, Any] | None) -> bool:
     return bool(error) and (error or {}).get("codexErrorInfo") == "contextWindowExceeded"
 
 
+def http_status(error: dict[str, Any] | None) -> int | None:
+    """The HTTP status a turn error names, if any: Codex 0.171.0 sends
+    ``{"codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 401}}, ...}``
+    while it retries and ``{"httpConnectionFailed": {"httpStatusCode": 401}}`` when it gives
+    up."""
+    info = (error or {}).get("codexErrorInfo")
+    if not isinstance(info, dict):
+        return None
+    for value in info.values():
+        if isinstance(value, dict) and isinstance(value.get("httpStatusCode"), int):
+            return int(value["httpStatusCode"])
+    return None
+
+
+def retry_detail(params: dict[str, Any]) -> str | None:
+    """An ``error`` notification Codex will retry after (``willRetry``) as a notice's detail;
+    None for one that ends the turn."""
+    if not params.get("willRetry"):
+        return None
+    error = params.get("error") or {}
+    status = http_status(error)
+    detail = f"Codex retries a failed API call: {error.get('message') or 'an error'}"
+    if status is not None:
+        detail += f", HTTP {status}"
+    more = str(error.get("additionalDetails") or "")
+    return f"{detail} ({more[:300]})" if more else detail
+
+
 def call_of(item: dict[str, Any]) -> ToolCall | None:
     """The tool call a started item stands for; None for an item that is not a call."""
     kind = item.get("type")

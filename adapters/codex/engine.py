@@ -5,15 +5,14 @@ notifications until its ``turn/completed``, appending what ``_translate`` makes 
 each counted response (once no command is still running) and after the turn, the window check
 runs. A window interrupts the turn, starts a fresh Codex thread in the same app-server and
 injects the rendered window as one historical message; the turn goes on there. A crashed
-app-server is started again and resumes the same Codex thread, once a turn.
+app-server is started again and resumes the same Codex thread, once a turn. Reading a turn's
+notifications is ``_reading``'s half of the engine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import structlog
 
@@ -21,8 +20,9 @@ from adapters import _child
 from adapters._asks import AskTeller
 from adapters._texts import CONTINUE, resumed
 from adapters.codex import _cli
+from adapters.codex._reading import TurnReader
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
-from adapters.codex._translate import Responses, compacted, is_overflow, usage_of
+from adapters.codex._translate import Responses
 from condensate import queries
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
@@ -32,12 +32,7 @@ from condensate.engine import (
     TurnContext,
     TurnOutcome,
 )
-from condensate.events import (
-    EngineNotice,
-    ModelRefused,
-    SystemLine,
-    Window,
-)
+from condensate.events import ModelRefused, SystemLine, Window
 from condensate.projector import Projection
 from condensate.render import render_window
 
@@ -53,21 +48,7 @@ OVERFLOW_WITHOUT_WINDOWING = (
 )
 
 
-@dataclass
-class _Read:
-    """How reading a turn ended."""
-
-    how: Literal["completed", "exited"]
-    status: str = ""
-    error: dict[str, Any] | None = None
-    overflow: bool = False
-    window: bool = False
-    """A window is due: the turn was interrupted to start a Codex thread with it."""
-    stop: str | None = None
-    missed: str | None = None
-
-
-class CodexEngine:
+class CodexEngine(TurnReader):
     """Runs turns of one ``codex`` thread through ``codex app-server``."""
 
     name: ClassVar[str] = "codex"
@@ -131,10 +112,6 @@ class CodexEngine:
         finally:
             self.in_turn = False
 
-    def interrupted(self) -> bool:
-        """The operator interrupted the running turn (a method: it changes while we wait)."""
-        return self.operator_interrupt
-
     async def interrupt(self) -> None:
         """The operator's interrupt: ``turn/interrupt``, written without waiting for its
         answer (the turn's reader takes the lines); the turn ends at its ``turn/completed``.
@@ -143,15 +120,6 @@ class CodexEngine:
             return
         self.operator_interrupt = True
         await self._send_interrupt()
-
-    async def _send_interrupt(self) -> None:
-        if self._interrupt_sent or self.server is None or not self.turn_id:
-            return
-        self._interrupt_sent = True
-        with contextlib.suppress(AppServerError):
-            await self.server.send(
-                "turn/interrupt", {"threadId": self.codex_thread, "turnId": self.turn_id}
-            )
 
     # -- a turn ---------------------------------------------------------------------------
 
@@ -177,6 +145,17 @@ class CodexEngine:
                 if read.how == "exited":
                     await self._crashed(ctx)
                 return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
+            if read.credential is not None:
+                if read.how == "exited":
+                    await self._crashed(ctx)
+                await ctx.append(
+                    SystemLine(
+                        at=ctx.now(),
+                        code="authentication-failed",
+                        text=f"The turn failed: {read.credential}.",
+                    )
+                )
+                return TurnOutcome("failed", read.credential, last_text)
             if read.how == "exited":
                 await self._crashed(ctx)
                 if crashed:
@@ -254,129 +233,6 @@ class CodexEngine:
         if not self.env.codex_windowing:
             return None
         return await ctx.checkpoint()
-
-    # -- reading a turn -------------------------------------------------------------------
-
-    async def _read_turn(self, ctx: TurnContext, text: str) -> _Read:
-        """Start a turn with ``text`` and follow it to its end, checking for a window after
-        each counted response once no command is running."""
-        server = self.server
-        assert server is not None
-        for stale in server.drain():
-            log.debug("codex_between_turns", thread=ctx.thread_id, method=stale.get("method"))
-        read = _Read("completed")
-        self.turn_id = ""
-        try:
-            started = await server.request(
-                "turn/start",
-                {
-                    "threadId": self.codex_thread,
-                    "input": [{"type": "text", "text": text, "text_elements": []}],
-                },
-            )
-            self.turn_id = str((started.get("turn") or {}).get("id") or "")
-            check_due = interrupting = False
-            while True:
-                if self.interrupted():
-                    await self._send_interrupt()  # asked for before Codex named the turn
-                    interrupting = True
-                note = await server.next_notification()
-                params = note.get("params") or {}
-                if params.get("threadId", self.codex_thread) != self.codex_thread:
-                    continue
-                match note.get("method"):
-                    case "item/started":
-                        self.responses.item_started(params.get("item") or {})
-                    case "item/completed":
-                        await self._item_completed(ctx, params.get("item") or {})
-                    case "thread/tokenUsage/updated":
-                        usage = usage_of(params)
-                        if usage is not None:
-                            model = _cli.model_slug(self.spec)
-                            await ctx.append(self.responses.counted(usage, model, ctx.now))
-                            check_due = self.env.codex_windowing
-                    case "error":
-                        read.overflow = read.overflow or is_overflow(params.get("error"))
-                    case "turn/completed":
-                        if await self._turn_completed(ctx, params, read):
-                            return read
-                        continue
-                    case _:
-                        pass
-                due = check_due or self.window_pending
-                if due and not interrupting and not self.responses.running:
-                    check_due = False
-                    interrupting = await self._mid_turn_check(ctx, read)
-                if not interrupting:
-                    await self._steer(ctx)
-        except AppServerExited:
-            read.how = "exited"
-            return read
-
-    async def _turn_completed(self, ctx: TurnContext, params: dict[str, Any], read: _Read) -> bool:
-        """Our turn's ``turn/completed`` (True) fills ``read`` and closes the calls it left
-        open; another turn's is passed by (False)."""
-        turn = params.get("turn") or {}
-        if turn.get("id") != self.turn_id:
-            return False
-        read.status = str(turn.get("status") or "")
-        read.error = turn.get("error")
-        read.overflow = read.overflow or is_overflow(read.error)
-        leftover = self.responses.interrupted("the turn ended", ctx.now)
-        if leftover:
-            await ctx.append(leftover)
-        return True
-
-    async def _steer(self, ctx: TurnContext) -> None:
-        """Human messages logged during the turn join it (``turn/steer``), as they would join
-        a native turn at its next call. One Codex cannot take stays for the next turn."""
-        view = ctx.view
-        texts = queries.human_since(view, max(self.sent_upto, self.steer_checked))
-        if not texts:
-            self.steer_checked = view.last_seq  # the next notification reads only what is new
-            return
-        assert self.server is not None
-        try:
-            await self.server.request(
-                "turn/steer",
-                {
-                    "threadId": self.codex_thread,
-                    "expectedTurnId": self.turn_id,
-                    "input": [{"type": "text", "text": "\n\n".join(texts), "text_elements": []}],
-                },
-            )
-        except AppServerExited:
-            raise
-        except AppServerError as exc:
-            log.info("codex_steer_refused", thread=ctx.thread_id, error=str(exc))
-            return
-        self.sent_upto = view.last_seq
-
-    async def _mid_turn_check(self, ctx: TurnContext, read: _Read) -> bool:
-        """Check between responses; interrupts the turn when it must end here. Says whether
-        it did."""
-        if self.window_pending:
-            read.window = True
-        else:
-            check = await ctx.checkpoint()
-            read.stop = check.stop
-            read.missed = check.missed
-            read.window = check.window is not None
-        if not (read.window or read.stop or read.missed):
-            return False
-        assert self.server is not None
-        await self.server.request(
-            "turn/interrupt", {"threadId": self.codex_thread, "turnId": self.turn_id}
-        )
-        return True
-
-    async def _item_completed(self, ctx: TurnContext, item: dict[str, Any]) -> None:
-        if item.get("type") != "contextCompaction":
-            results = self.responses.item_completed(item, ctx.now)
-            if results:
-                await ctx.append(results)
-            return
-        await ctx.append(compacted(ctx.view.ask, self.codex_thread, ctx.now))
 
     async def _crashed(self, ctx: TurnContext) -> None:
         """The app-server died mid-turn: close what it left open and note it; the next start
@@ -468,21 +324,6 @@ class CodexEngine:
             detail += f" (the thread's tools, {', '.join(self.spec.tools)}, are not applied: "
             detail += "Codex keeps its own tool set)"
         await self._notice(ctx, notice, detail, previous=previous)
-
-    async def _notice(
-        self, ctx: TurnContext, notice: str, detail: str, previous: str | None = None
-    ) -> None:
-        await ctx.append(
-            EngineNotice(
-                at=ctx.now(),
-                engine="codex",
-                notice=notice,
-                detail=detail,
-                seat="main",
-                session_id=self.codex_thread or None,
-                previous_session_id=previous,
-            )
-        )
 
     async def _end_server(self) -> None:
         server, self.server = self.server, None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.claude_code._translate import Replies, top_level, unprompted
+from adapters.claude_code._translate import Replies, api_retry, top_level, unprompted
 from condensate.events import AssistantMessage, Event, ModelUsage, ToolResult
 
 AT = datetime(2026, 11, 30, 11, 31, 50, tzinfo=UTC)
@@ -332,3 +332,28 @@ def test_the_result_of_a_task_notification_turn_is_unprompted() -> None:
     """The result of the turn the CLI runs when a background agent finishes is not ours."""
     origin = {"kind": "task-notification", "producer": "session-task", "runId": "0mx3bn3by-45"}
     assert unprompted(result_line(origin=origin))
+
+
+def test_an_api_retry_line_names_attempt_status_and_delay():
+    """claude 2.1.332's api_retry line becomes a detail naming the attempt, the status, the
+    error and the delay, and gives the status."""
+    line = {
+        "type": "system",
+        "subtype": "api_retry",
+        "attempt": 2,
+        "max_retries": 10,
+        "retry_delay_ms": 1128,
+        "error_status": 401,
+        "error": "authentication_failed",
+    }
+    detail, status = api_retry(line)
+    assert status == 401
+    assert "attempt 2 of 10" in detail
+    assert "401 authentication_failed" in detail
+    assert "1.1 s" in detail
+
+
+def test_an_api_retry_of_a_connection_error_has_no_status():
+    """A retry without an HTTP status (the connection failed) gives None."""
+    _, status = api_retry({"type": "system", "subtype": "api_retry", "attempt": 1})
+    assert status is None

@@ -10,7 +10,9 @@ from adapters.codex._translate import (
     Responses,
     call_of,
     compacted,
+    http_status,
     is_overflow,
+    retry_detail,
     usage_of,
 )
 from condensate.events import (
@@ -218,3 +220,38 @@ def test_codex_compacting_on_its_own_is_noted_and_drops_the_open_ask():
     assert isinstance(dropped, AskAnswered)
     assert (dropped.ask_id, dropped.by, dropped.mode) == ("ask-1", "runtime", "decline")
     assert kinds(compacted(None, "thread-9", now)) == ["engine.notice"]
+
+
+RETRYING_401: dict[str, Any] = {
+    "error": {
+        "message": "Reconnecting... 1/5",
+        "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 401}},
+        "additionalDetails": "unexpected status 401 Unauthorized: Incorrect API key provided.",
+    },
+    "willRetry": True,
+}
+
+
+def test_a_retrying_error_names_its_status_and_details():
+    """Codex 0.171.0's "Reconnecting" error is a retry detail naming the status and why."""
+    detail = retry_detail(RETRYING_401)
+    assert detail is not None
+    assert "Reconnecting... 1/5" in detail
+    assert "HTTP 401" in detail
+    assert "Incorrect API key" in detail
+    assert http_status(RETRYING_401["error"]) == 401
+
+
+def test_a_final_error_is_no_retry_and_still_names_its_status():
+    """The error Codex gives up with is not a retry; its status is read from
+    httpConnectionFailed; an error without one has none."""
+    final: dict[str, Any] = {
+        "error": {
+            "message": "401",
+            "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": 403}},
+        },
+        "willRetry": False,
+    }
+    assert retry_detail(final) is None
+    assert http_status(final["error"]) == 403
+    assert http_status({"codexErrorInfo": "contextWindowExceeded"}) is None

@@ -1,0 +1,212 @@
+"""Reading one Claude Code turn: the CLI's stream-json lines until the turn's ``result``,
+each appended as what ``_translate`` makes of it, with the checkpoint after each top-level
+tool result, retries the CLI makes on its own logged (an authentication error among them ends
+the turn), and the root session's first safe point noted for forks. A mixin of the engine:
+it reads and writes the engine's session state, and knows nothing of starting processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import structlog
+
+from adapters._texts import AUTH_STATUSES, bad_credential
+from adapters.claude_code import _cli
+from adapters.claude_code._translate import (
+    Replies,
+    api_retry,
+    reply_of,
+    text_without_calls,
+    top_level,
+    unprompted,
+)
+from condensate.engine import TurnContext
+from condensate.events import EngineNotice, Event, ModelUsage, ToolResult
+
+log = structlog.get_logger()
+
+ANTHROPIC_KEY_SETTING = "CONDENSATE_ANTHROPIC_API_KEY"
+"""Where the key Claude Code gets comes from (the daemon's setting, else ANTHROPIC_API_KEY)."""
+
+
+@dataclass
+class _Read:
+    """How reading a turn ended."""
+
+    how: Literal["result", "exited"]
+    result: dict[str, Any] = field(default_factory=dict)
+    window: bool = False
+    """A window is due: the turn was interrupted to start a new session with it."""
+    stop: str | None = None
+    returncode: int | None = None
+    credential: str | None = None
+    """The provider refused the credential: the turn was interrupted and fails with this."""
+
+
+class TurnReader:
+    """The line-reading half of the Claude Code engine (its session state is declared here
+    and set by the engine)."""
+
+    process: asyncio.subprocess.Process | None
+    replies: Replies
+    session_id: str
+    root_session_id: str
+    root_first_message: str
+    root_safe_uuid: str | None
+    measured: bool
+    window_pending: bool
+    operator_interrupt: bool
+    _requests: int
+
+    def interrupted(self) -> bool:
+        """The operator interrupted the running turn (a method: it changes while we wait)."""
+        return self.operator_interrupt
+
+    async def _interrupt(self) -> None:
+        """Claude Code's ``interrupt`` control request: the turn ends at its result."""
+        self._requests += 1
+        assert self.process is not None
+        await _cli.write(self.process, _cli.interrupt_line(self._requests))
+
+    async def _read_turn(self, ctx: TurnContext) -> _Read:
+        process = self.process
+        assert process is not None
+        assert process.stdout is not None
+        window = False
+        stop: str | None = None
+        credential: str | None = None
+        while True:
+            raw = await process.stdout.readline()
+            if not raw:
+                await self._flush(ctx)
+                returncode = await process.wait()
+                return _Read(
+                    "exited", window=window, stop=stop, returncode=returncode, credential=credential
+                )
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                log.info("claude_plain_line", thread=ctx.thread_id, line=raw[:300].decode())
+                continue
+            if not isinstance(line, dict):
+                continue
+            kind = line.get("type")
+            if kind == "system" and line.get("subtype") == "init":
+                await self._init(ctx, line)
+            elif kind == "system" and line.get("subtype") == "api_retry":
+                refused = await self._api_retry(ctx, line)
+                if refused is not None and credential is None:
+                    # Retrying a refused key only delays the failure (ten tries, minutes):
+                    # the turn ends now, naming the setting to fix.
+                    credential = refused
+                    await self._interrupt()
+            elif kind == "assistant" and top_level(line):
+                await self._assistant(ctx, line)
+            elif kind == "user" and top_level(line):
+                if not await self._tool_results(ctx, line) or window or stop is not None:
+                    continue
+                if self.interrupted():
+                    continue  # the turn ends at the result the interrupt brings
+                if self.window_pending:
+                    window = True
+                    await self._interrupt()
+                    continue
+                check = await ctx.checkpoint()
+                if check.stop is not None:
+                    stop = check.stop
+                    await self._interrupt()
+                elif check.window is not None:
+                    window = True
+                    await self._interrupt()
+            elif kind == "result":
+                await self._flush(ctx)
+                if unprompted(line):
+                    # A turn the CLI ran by itself (a background subagent finished), maybe
+                    # while no turn of ours was reading: its replies are the head's and are
+                    # logged, but its result does not end the turn we are waiting on.
+                    log.info("claude_unprompted_turn", thread=ctx.thread_id, origin=line["origin"])
+                    continue
+                return _Read("result", result=line, window=window, stop=stop, credential=credential)
+
+    async def _api_retry(self, ctx: TurnContext, line: dict[str, Any]) -> str | None:
+        """Log a retry the CLI makes on its own; the reason to fail the turn when it retries
+        an authentication error."""
+        detail, status = api_retry(line)
+        await ctx.append(
+            EngineNotice(
+                at=ctx.now(),
+                engine="claude",
+                notice="api-retry",
+                detail=detail,
+                seat="main",
+                session_id=self.session_id or None,
+            )
+        )
+        if status not in AUTH_STATUSES:
+            return None
+        assert status is not None
+        error = str(line.get("error") or "")
+        return bad_credential("Claude Code", status, error, ANTHROPIC_KEY_SETTING)
+
+    async def _init(self, ctx: TurnContext, line: dict[str, Any]) -> None:
+        session = str(line.get("session_id") or "")
+        if session and session != self.session_id:
+            await ctx.append(
+                EngineNotice(
+                    at=ctx.now(),
+                    engine="claude",
+                    notice="session-changed",
+                    detail="Claude Code reported a session id other than the one it was given",
+                    seat="main",
+                    session_id=session,
+                    previous_session_id=self.session_id or None,
+                )
+            )
+            if self.root_session_id == self.session_id:
+                self.root_session_id = session
+            self.session_id = session
+
+    async def _assistant(self, ctx: TurnContext, line: dict[str, Any]) -> None:
+        reply = reply_of(line)
+        if reply is None:
+            return
+        message_id, message = reply
+        await self._log(ctx, self.replies.assistant_line(line, ctx.now))
+        if self.root_session_id == self.session_id:
+            if not self.root_first_message:
+                self.root_first_message = message_id
+            if (
+                self.root_safe_uuid is None
+                and message_id == self.root_first_message
+                and text_without_calls(message)
+            ):
+                self.root_safe_uuid = str(line.get("uuid") or "") or None
+
+    async def _log(self, ctx: TurnContext, events: list[Event]) -> None:
+        """Append translated events; a counted call marks the session as measured."""
+        if not events:
+            return
+        if any(isinstance(e, ModelUsage) for e in events):
+            self.measured = True
+        await ctx.append(events)
+
+    async def _flush(self, ctx: TurnContext) -> None:
+        """Log the reply gathered so far: its usage once per message id, then the reply."""
+        await self._log(ctx, self.replies.flush(ctx.now) or [])
+
+    async def _tool_results(self, ctx: TurnContext, line: dict[str, Any]) -> bool:
+        """Log a user line's tool results; says whether it had any of a logged call."""
+        events = self.replies.user_line(line, ctx.now)
+        await self._log(ctx, events)
+        return any(isinstance(e, ToolResult) for e in events)
+
+    async def _close_open_calls(self, ctx: TurnContext, why: str) -> None:
+        """Every logged call gets its result, even when the process died before giving one."""
+        await self._flush(ctx)
+        events = self.replies.interrupted(why, ctx.now)
+        if events:
+            await ctx.append(events)
