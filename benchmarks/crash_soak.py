@@ -62,7 +62,7 @@ ORPHAN_GRACE = 3.0
 """Seconds after the SIGKILL within which every CLI child must be gone."""
 QUIET = 0.5
 """Seconds, once the CLIs are gone, during which the fake must get no request."""
-CEILING_PI = 14_000
+CEILING_PI = 24_000
 CEILING_CLAUDE = 40_000
 RESERVE = 2_048
 
@@ -231,6 +231,7 @@ async def soak(kills: int, seed: int, work: Path) -> dict[str, Any]:
         await run.settle_acks(wait=True)
         threads = dict(driver.threads)
         snapshots = checks.replay_problems(driver.database)[1]
+        evidence = checks.evidence(driver.database)
     return {
         "kills": kills,
         "boundaries": run.boundaries,
@@ -241,6 +242,7 @@ async def soak(kills: int, seed: int, work: Path) -> dict[str, Any]:
         "threads_with_snapshot": snapshots,
         "kills_with_cli_running": run.kills_with_cli,
         "cli_processes_at_kills": run.clis_at_kill,
+        "evidence": evidence,
         "checks": results.to_json(CHECKS),
         "ok": results.ok(),
         "wall_s": round(time.monotonic() - started, 1),
@@ -274,6 +276,7 @@ def table(report: dict[str, Any]) -> str:
         "boundaries: " + ", ".join(f"{k} {v}" for k, v in report["boundaries"].items()),
         f"kills with a CLI running: {report['kills_with_cli_running']} "
         f"({report['cli_processes_at_kills']} CLI processes)",
+        f"in the log: {json.dumps(report['evidence'])}",
     ]
     for name, result in report["checks"].items():
         verdict = "ok" if not result["failed"] else "FAILED"

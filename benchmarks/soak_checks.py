@@ -29,6 +29,10 @@ CONVERSATION = ("message.user", "message.assistant", "tool.result")
 the two is the same window taken twice."""
 
 
+CUT_OFF = "Interrupted: the daemon stopped before this call"
+"""How recovery closes a tool call a kill cut off."""
+
+
 @dataclass
 class Checks:
     """Pass and fail counts per check, and the first failures of each with their detail."""
@@ -150,6 +154,40 @@ def replay_problems(database: Path) -> tuple[dict[str, list[str]], int]:
     finally:
         log.close()
     return problems, with_snapshot
+
+
+def evidence(database: Path) -> dict[str, Any]:
+    """What the kills left in the log, to show the moments were reached: windows by kind,
+    turns resumed after a restart, tool calls a kill cut off (closed with an error result),
+    snapshots written, events per engine."""
+    windows: dict[str, int] = defaultdict(int)
+    events: dict[str, int] = defaultdict(int)
+    resumed = cut_off = snapshots = 0
+    log = EventLog.open_read_only(database)
+    try:
+        for thread in log.thread_ids():
+            stored = list(log.replay(thread))
+            engine = getattr(stored[0].event, "engine", "?")
+            events[engine] += len(stored)
+            for item in stored:
+                event = item.event
+                if event.kind == "window":
+                    windows[event.window_kind] += 1
+                elif event.kind == "turn.started" and event.cause == "resume":
+                    resumed += 1
+                elif event.kind == "tool.result" and event.output.startswith(CUT_OFF):
+                    cut_off += 1
+                elif event.kind == "snapshot.taken":
+                    snapshots += 1
+    finally:
+        log.close()
+    return {
+        "windows": dict(windows),
+        "turns_resumed": resumed,
+        "tool_calls_cut_off": cut_off,
+        "snapshots": snapshots,
+        "events": dict(events),
+    }
 
 
 def live_problems(

@@ -185,7 +185,7 @@ class Driver:
                 f"{name} line {i}: some words to read {i * 7}\n" for i in range(FILE_LINES)
             )
             (self.cwd / name).write_text(text)
-        (self.cwd / "c.txt").write_text("c\n")
+        (self.cwd / "c.txt").write_text("c.txt, read many times\nits second line\n")
         self.native = await self.create_thread("api")
         self.claude = await self.create_thread("claude")
         self.codex = await self.create_thread("codex")
@@ -225,7 +225,13 @@ class Driver:
             self._daemon(),
             "POST",
             "/threads",
-            {"engine": engine, "model": MODELS[engine][0], "cwd": str(self.cwd), "brief": brief},
+            {
+                "engine": engine,
+                "model": MODELS[engine][0],
+                "cwd": str(self.cwd),
+                "brief": brief,
+                "head": False,  # windowed without asking (a head is asked, and runs an MCP server)
+            },
         )
         if status != 201:
             msg = f"POST /threads answered {status}: {body}"
