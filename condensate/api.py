@@ -8,6 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from condensate import __version__
 
+INT64_MAX = 2**63 - 1
+"""Integers in a body must fit SQLite's 64 bits; larger ones are refused before validation."""
+
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -15,9 +18,9 @@ class _Body(BaseModel):
 
 class CreateThread(_Body):
     engine: Literal["api", "claude", "codex"] = "api"
-    model: str
-    cwd: str
-    brief: str = Field(min_length=1)
+    model: str = Field(examples=["anthropic:claude-sonnet-4-5"])
+    cwd: str = Field(examples=["/home/me/src/project"])
+    brief: str = Field(min_length=1, examples=["Make the failing tests pass."])
     persona: str = ""
     tools: list[str] = Field(default_factory=list)
     permissions: str = "default"
@@ -29,46 +32,151 @@ class SendMessage(_Body):
     pinned: bool = False
 
 
+class Interrupt(_Body):
+    """``POST /threads/:id/interrupt`` takes no body, or an empty object."""
+
+
 class CompactAnswer(_Body):
     mode: Literal["summary", "microcompact", "decline"]
-    keep_from: int | None = Field(default=None, alias="keepFrom", ge=1)
+    keep_from: int | None = Field(default=None, alias="keepFrom", ge=1, le=INT64_MAX)
     summary: str | None = None
     reason: str = ""
     seat: str | None = None
     by: Literal["operator", "thread"] = "operator"
 
 
-ERROR_SCHEMA = {
-    "type": "object",
-    "required": ["error", "detail"],
-    "properties": {"error": {"type": "string"}, "detail": {"type": "string"}},
+def _object(properties: dict[str, Any], *, closed: bool = True) -> dict[str, Any]:
+    """An object with every one of ``properties`` required."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "required": sorted(properties),
+        "properties": properties,
+    }
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+_INT = {"type": "integer"}
+_STR = {"type": "string"}
+_BOOL = {"type": "boolean"}
+_NULLABLE_STR = {"type": ["string", "null"]}
+_NULLABLE_INT = {"type": ["integer", "null"]}
+_OPEN_OBJECT = {"type": "object"}
+
+ERROR_SCHEMA = _object({"error": _STR, "detail": _STR})
+
+RESPONSE_SCHEMAS: dict[str, Any] = {
+    "Health": _object({"ok": {"const": True}, "version": _STR}),
+    "Usage": _object(
+        {
+            "used": _INT,
+            "window": _INT,
+            "ceiling": _INT,
+            "line": _INT,
+            "fraction": {"type": "number"},
+            "anchored": _BOOL,
+            "resolved": _BOOL,
+        }
+    ),
+    "Thread": _object(
+        {
+            "id": _STR,
+            "engine": {"enum": ["api", "claude", "codex"]},
+            "model": _STR,
+            "cwd": _STR,
+            "head": _BOOL,
+            "parent": _NULLABLE_STR,
+            "status": {"enum": ["running", "idle"]},
+            "events": _INT,
+            "usage": {"$ref": "#/components/schemas/Usage"},
+            "ceiling": _INT,
+            "line": _INT,
+            "pendingAsk": {"type": ["object", "null"]},
+            "seats": {
+                "type": "array",
+                "items": _object({"seat": _STR, "session": _NULLABLE_STR}),
+            },
+            "children": {"type": "array", "items": _STR},
+        }
+    ),
+    "ThreadList": _object(
+        {"threads": {"type": "array", "items": {"$ref": "#/components/schemas/Thread"}}}
+    ),
+    "Logged": _object({"seq": _INT, "thread": _STR}),
+    "TailPage": _object(
+        {
+            "events": {
+                "type": "array",
+                "items": _object({"seq": _INT, "tokens": _INT, "kind": _STR}, closed=False),
+            },
+            "nextAfter": _INT,
+            "hasMore": _BOOL,
+        }
+    ),
+    "Compaction": _object(
+        {
+            "ask": {"type": ["object", "null"]},
+            "requested": {
+                "oneOf": [
+                    {"type": "null"},
+                    _object(
+                        {
+                            "seq": _INT,
+                            "mode": _STR,
+                            "by": _STR,
+                            "keepFrom": _NULLABLE_INT,
+                            "summary": _NULLABLE_STR,
+                        }
+                    ),
+                ]
+            },
+            "preview": _object(
+                {"microcompact": _OPEN_OBJECT, "collapse": _OPEN_OBJECT, "summary": _OPEN_OBJECT}
+            ),
+            "usage": _object({"used": _INT, "line": _INT, "ceiling": _INT}),
+        }
+    ),
+    "CompactAnswered": _object({"seq": _INT, "kind": _STR, "queued": _BOOL}),
+    "Interrupted": _object({"interrupted": {"const": True}, "thread": _STR}),
+    "OpenAPI": _object(
+        {"openapi": _STR, "info": _OPEN_OBJECT, "paths": _OPEN_OBJECT}, closed=False
+    ),
 }
+
+GUARDED = (401, 421, 500)
+"""Every route but /health needs the token (401) and the daemon's own Host (421); any route
+may fail inside the daemon (500 internal-error)."""
+WITH_BODY = (400, 408, 413, 415, 422)
+"""A route that reads a body: malformed JSON or an integer past 64 bits (400), a body that
+did not arrive in time (408), too large (413), not application/json (415), invalid (422)."""
 
 _THREAD_ID = {"name": "thread_id", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
-def _errors(*statuses: int) -> dict[str, Any]:
+def _errors(*statuses: int, guarded: bool = True) -> dict[str, Any]:
+    codes = sorted({*(GUARDED if guarded else (421, 500)), *statuses})
     return {
         str(s): {
             "description": "error",
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
-        for s in (401, 421, *statuses)
+        for s in codes
     }
 
 
-def _ok(status: int, description: str) -> dict[str, Any]:
+def _ok(status: int, description: str, schema: str) -> dict[str, Any]:
     return {
         str(status): {
             "description": description,
-            "content": {"application/json": {"schema": {"type": "object"}}},
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
         }
     }
 
 
-def _body(model: type[BaseModel]) -> dict[str, Any]:
+def _body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
     return {
-        "required": True,
+        "required": required,
         "content": {
             "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
         },
@@ -93,33 +201,50 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "Liveness; needs no token",
                 "security": [],
-                "responses": _ok(200, "the daemon is up"),
+                "responses": {**_ok(200, "the daemon is up", "Health"), **_errors(guarded=False)},
             }
         },
         "/openapi.json": {
-            "get": {"summary": "This document", "responses": {**_ok(200, "OpenAPI"), **_errors()}}
+            "get": {
+                "summary": "This document",
+                "responses": {**_ok(200, "OpenAPI", "OpenAPI"), **_errors()},
+            }
         },
         "/threads": {
             "post": {
-                "summary": "Start a thread",
+                "summary": "Start a thread (413 message-too-large: a brief past the line)",
                 "requestBody": _body(CreateThread),
-                "responses": {**_ok(201, "the new thread"), **_errors(400, 413, 422)},
+                "responses": {**_ok(201, "the new thread", "Thread"), **_errors(*WITH_BODY)},
             },
-            "get": {"summary": "List threads", "responses": {**_ok(200, "threads"), **_errors()}},
+            "get": {
+                "summary": "List threads",
+                "responses": {**_ok(200, "threads", "ThreadList"), **_errors()},
+            },
         },
         "/threads/{thread_id}": {
             "get": {
                 "summary": "Inspect a thread: usage, ceiling, line, pending ask, seats",
                 "parameters": thread,
-                "responses": {**_ok(200, "the thread"), **_errors(404)},
+                "responses": {**_ok(200, "the thread", "Thread"), **_errors(404)},
             }
         },
         "/threads/{thread_id}/messages": {
             "post": {
-                "summary": "Steer a thread",
+                "summary": "Steer a thread (413 message-too-large: a message past the line)",
                 "parameters": thread,
                 "requestBody": _body(SendMessage),
-                "responses": {**_ok(202, "logged"), **_errors(400, 404, 413, 422)},
+                "responses": {**_ok(202, "logged", "Logged"), **_errors(404, *WITH_BODY)},
+            }
+        },
+        "/threads/{thread_id}/interrupt": {
+            "post": {
+                "summary": "End the running turn now (409 not-running: the thread is idle)",
+                "parameters": thread,
+                "requestBody": _body(Interrupt, required=False),
+                "responses": {
+                    **_ok(200, "the turn was ended", "Interrupted"),
+                    **_errors(404, 409, *WITH_BODY),
+                },
             }
         },
         "/threads/{thread_id}/tail": {
@@ -132,14 +257,14 @@ def openapi_document() -> dict[str, Any]:
                     _query("history", "1 to include events older than the latest snapshot"),
                     _query("wait", "seconds to wait for new events (at most 30)"),
                 ],
-                "responses": {**_ok(200, "events, nextAfter, hasMore"), **_errors(400, 404)},
+                "responses": {**_ok(200, "a page of events", "TailPage"), **_errors(400, 404)},
             }
         },
         "/threads/{thread_id}/compact": {
             "get": {
                 "summary": "The pending ask, a requested compaction, a preview of a cut",
                 "parameters": thread,
-                "responses": {**_ok(200, "ask, requested, preview"), **_errors(404)},
+                "responses": {**_ok(200, "ask, requested, preview", "Compaction"), **_errors(404)},
             },
             "post": {
                 "summary": "Answer the pending ask, or queue a compaction",
@@ -154,19 +279,24 @@ def openapi_document() -> dict[str, Any]:
                 ],
                 "requestBody": _body(CompactAnswer),
                 "responses": {
-                    **_ok(200, "the ask was answered"),
-                    **_ok(202, "a compaction was queued"),
-                    **_errors(400, 404, 409, 422),
+                    **_ok(200, "the ask was answered", "CompactAnswered"),
+                    **_ok(202, "a compaction was queued", "CompactAnswered"),
+                    **_errors(404, 409, *WITH_BODY),
                 },
             },
         },
     }
-    schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
-    for model in (CreateThread, SendMessage, CompactAnswer):
+    schemas: dict[str, Any] = {"Error": ERROR_SCHEMA, **RESPONSE_SCHEMAS}
+    for model in (CreateThread, SendMessage, CompactAnswer, Interrupt):
         schemas[model.__name__] = model.model_json_schema(by_alias=True)
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Condensate", "version": __version__},
+        "info": {
+            "title": "Condensate",
+            "version": __version__,
+            "description": "Every error is {error, detail}. A method a path does not take is "
+            "405 method-not-allowed with an Allow header.",
+        },
         "components": {
             "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

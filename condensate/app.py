@@ -135,12 +135,7 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
                 await recover(runtime)
                 guard = Guard(token, allowed_hosts(settings, port))
                 gate = edge.Gate(edge.connection_cap(file_limit))
-                runner = web.AppRunner(
-                    make_app(runtime, guard, edge=[gate.middleware]),
-                    access_log=None,
-                    keepalive_timeout=edge.HEAD_TIMEOUT,
-                    lingering_time=edge.LINGER,
-                )
+                runner = web.AppRunner(make_app(runtime, guard, edge=[gate.middleware]))
                 await runner.setup()
                 gate.server = runner.server
                 tasks.start_soon(edge.accept_forever, listener, gate, name="accept")

@@ -19,6 +19,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 import anyio
@@ -83,6 +84,43 @@ class Throttled:
             self._count = 0
 
 
+class EdgeHandler(RequestHandler):
+    """aiohttp's connection handler, but a request it cannot parse (or a failure outside
+    the app) is answered as JSON like every other error, and logged as one throttled line
+    instead of a traceback per request."""
+
+    bad_requests = Throttled("bad_requests")
+    failures = Throttled("connection_failures")
+
+    def handle_error(
+        self,
+        request: Any,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        reason = (message or (str(exc) if exc else "") or HTTPStatus(status).phrase).strip()
+        first_line = reason.splitlines()[0] if reason else HTTPStatus(status).phrase
+        if status >= 500:
+            self.failures.hit(status=status, error=first_line)
+        else:
+            self.bad_requests.hit(status=status, error=first_line)
+        if request.writer.output_size > 0:
+            msg = "Response is sent already, cannot send another response with the error"
+            raise ConnectionError(msg)
+        code = "internal-error" if status == 500 else HTTPStatus(status).phrase.lower()
+        response = web.json_response(
+            {"error": code.replace(" ", "-"), "detail": f"{status}: {first_line}."},
+            status=status,
+        )
+        response.force_close()
+        return response
+
+    def log_exception(self, *args: Any, **kw: Any) -> None:
+        exc = kw.get("exc_info")
+        self.failures.hit(error=str(args[0]) if args else "", exception=repr(exc))
+
+
 @dataclass
 class Gate:
     """The open connections, in the order they came, and which of them run a request.
@@ -90,6 +128,14 @@ class Gate:
 
     cap: int
     server: web.Server | None = None
+    options: dict[str, Any] = field(
+        default_factory=lambda: {
+            "keepalive_timeout": HEAD_TIMEOUT,
+            "lingering_time": LINGER,
+            "access_log": None,
+        }
+    )
+    """What each connection's handler is made with."""
     open: dict[RequestHandler, None] = field(default_factory=dict)
     busy: set[RequestHandler] = field(default_factory=set)
     shed: Throttled = field(default_factory=lambda: Throttled("connections_shed"))
@@ -97,7 +143,7 @@ class Gate:
 
     def protocol(self) -> RequestHandler:
         assert self.server is not None
-        handler = self.server()
+        handler = EdgeHandler(self.server, loop=asyncio.get_running_loop(), **self.options)
         self.open[handler] = None
         return handler
 

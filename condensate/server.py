@@ -1,8 +1,10 @@
 """The daemon's HTTP API on aiohttp: parse, call the runtime, serialize.
 
 Every call but ``/health`` needs the bearer token from the state directory; a request whose
-Host is not the bound address (or a configured name) is refused; bodies are capped. Every
-error is ``{"error": code, "detail": sentence}``, built in one middleware.
+Host is not the bound address (or a configured name) is refused; bodies are capped, must be
+``application/json`` in UTF-8 with integers within 64 bits, and a message (or a brief) that
+alone passes the thread's line is refused. Every error is ``{"error": code, "detail":
+sentence}``, built in one middleware, an unexpected exception included (500 internal-error).
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
 from condensate import __version__, asks, ceilings
-from condensate.api import CompactAnswer, CreateThread, SendMessage, openapi_document
+from condensate.api import (
+    INT64_MAX,
+    CompactAnswer,
+    CreateThread,
+    Interrupt,
+    SendMessage,
+    openapi_document,
+)
 from condensate.ceilings import CeilingSettings
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
@@ -119,16 +128,17 @@ async def guard_middleware(request: web.Request, handler: Handler) -> web.Stream
     return await handler(request)
 
 
-INT64 = range(-(2**63), 2**63)
+INT64 = range(-INT64_MAX - 1, INT64_MAX + 1)
 
 
 def _int64(text: str) -> int:
-    value = int(text)
-    if value not in INT64:
+    # Length first: int() of a 5,000-digit string is refused by Python itself, and slowly.
+    value = int(text) if len(text.lstrip("-")) <= 19 else None
+    if value is None or value not in INT64:
         raise Refused(
             code="integer-out-of-range",
-            detail=f"The body holds an integer of {len(text)} digits; integers must fit in "
-            "64 bits.",
+            detail=f"The body holds an integer of {len(text.lstrip('-'))} digits that does not "
+            "fit in 64 bits.",
         )
     return value
 
@@ -284,16 +294,31 @@ async def send_message(request: web.Request) -> web.Response:
     return web.json_response({"seq": stored.seq, "thread": thread.thread_id}, status=202)
 
 
+async def interrupt(request: web.Request) -> web.Response:
+    thread = _thread(request)
+    Interrupt.model_validate(await _json(request, optional=True))
+    if not await request.app[RUNTIME].interrupt(thread):
+        raise Refused(
+            code="not-running",
+            detail=f"Thread {thread.thread_id} has no running turn to interrupt.",
+            status=409,
+        )
+    return web.json_response({"interrupted": True, "thread": thread.thread_id})
+
+
 def _int(request: web.Request, name: str, default: int) -> int:
     raw = request.query.get(name)
     if raw is None:
         return default
     try:
-        return int(raw)
-    except ValueError as exc:
+        value = int(raw) if len(raw) <= 20 else None
+    except ValueError:
+        value = None
+    if value is None or value not in INT64:
         raise Refused(
-            code="bad-query", detail=f"'{name}' must be an integer, not {raw!r}."
-        ) from exc
+            code="bad-query", detail=f"'{name}' must be a 64-bit integer, not {raw[:40]!r}."
+        )
+    return value
 
 
 async def tail(request: web.Request) -> web.Response:
@@ -356,6 +381,7 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/threads", list_threads),
     ("GET", "/threads/{thread_id}", get_thread),
     ("POST", "/threads/{thread_id}/messages", send_message),
+    ("POST", "/threads/{thread_id}/interrupt", interrupt),
     ("GET", "/threads/{thread_id}/tail", tail),
     ("GET", "/threads/{thread_id}/compact", get_compact),
     ("POST", "/threads/{thread_id}/compact", post_compact),

@@ -29,7 +29,7 @@ async def main(limit: int, cap: int) -> None:
     gate = edge.Gate(cap)
     app = web.Application(middlewares=[gate.middleware])
     app.router.add_get("/ping", ping)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=edge.HEAD_TIMEOUT)
+    runner = web.AppRunner(app)
     await runner.setup()
     gate.server = runner.server
     listener = socket.create_server(("127.0.0.1", 0), backlog=128)
