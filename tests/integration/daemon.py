@@ -27,6 +27,8 @@ class DaemonProcess:
     extra_env: dict[str, str] = field(default_factory=dict)
     file_limit: int | None = None
     """Start the daemon with RLIMIT_NOFILE (soft and hard) at this, so it cannot raise it."""
+    soft_file_limit: int | None = None
+    """With ``file_limit``: start with this soft limit instead (below the hard one)."""
     process: subprocess.Popen[bytes] | None = None
     url: str = ""
     token: str = ""
@@ -84,7 +86,8 @@ class DaemonProcess:
         # A shim lowers the limit and execs the daemon: no preexec_fn in a threaded test.
         shim = (
             "import os, resource, sys; "
-            f"resource.setrlimit(resource.RLIMIT_NOFILE, ({self.file_limit}, {self.file_limit})); "
+            "resource.setrlimit(resource.RLIMIT_NOFILE, "
+            f"({self.soft_file_limit or self.file_limit}, {self.file_limit})); "
             "os.execv(sys.executable, [sys.executable, '-m', 'condensate', 'serve'])"
         )
         return [sys.executable, "-c", shim]

@@ -775,6 +775,39 @@ async def test_an_unknown_seat_is_404(
     assert_error(status, answer, 404, "unknown-seat")
 
 
+# -- interrupting ------------------------------------------------------------------------------
+
+
+async def test_interrupt_ends_a_running_turn(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """POST /threads/:id/interrupt on a running turn answers 200 {interrupted, thread} within
+    2 s, the turn ends interrupted, and the thread is idle."""
+    brief = f"slow brief {_marker()}"
+    fake.queue(Slow(Text("a very slow answer"), chunk_delay=0.5, chunks=40))
+    status, created = await call(session, daemon, "POST", "/threads", _body(tmp_path, brief))
+    assert status == 201, created
+    thread = created["id"]
+    await in_flight(fake, brief)
+    began = time.monotonic()
+    status, body = await call(session, daemon, "POST", f"/threads/{thread}/interrupt")
+    assert status == 200, body
+    assert body == {"interrupted": True, "thread": thread}
+    assert time.monotonic() - began < 2.0
+    events = await everything(session, daemon, thread)
+    assert [e["outcome"] for e in events if e["kind"] == "turn.ended"] == ["interrupted"]
+    assert (await settled(session, daemon, thread, seconds=2))["status"] == "idle"
+
+
+async def test_interrupt_of_an_idle_thread_is_409(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """Interrupting a thread with no running turn answers 409 not-running."""
+    thread = await started(session, daemon, tmp_path, f"idle {_marker()}")
+    status, body = await call(session, daemon, "POST", f"/threads/{thread}/interrupt", {})
+    assert_error(status, body, 409, "not-running")
+
+
 # -- the OpenAPI document --------------------------------------------------------------------
 
 

@@ -144,6 +144,28 @@ def test_half_open_heads_are_closed_after_the_head_timeout(
     assert [s for s in sockets if not _closed_by_peer(s)] == []
 
 
+def _soft_file_limit(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    msg = "No 'Max open files' in /proc/PID/limits."
+    raise AssertionError(msg)
+
+
+def test_the_daemon_raises_its_soft_file_limit_to_the_hard_one(
+    fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """Started with a soft file limit of 256 under a hard one of 4,096, the daemon serves
+    with 4,096."""
+    process = DaemonProcess(tmp_path, fake.url, file_limit=4096, soft_file_limit=256)
+    process.start()
+    try:
+        assert process.process is not None
+        assert _soft_file_limit(process.process.pid) == 4096
+    finally:
+        process.close()
+
+
 # -- a bare edge out of file descriptors --------------------------------------------------------
 
 
