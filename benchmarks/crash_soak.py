@@ -8,6 +8,8 @@ that runs a native thread (``api``), a Claude Code thread (``claude``) and a Cod
 * ``mid-summary``: the curator's summary call for a queued compaction is streaming;
 * ``after-201`` / ``after-202``: right after ``POST /threads`` / ``POST /threads/:id/messages``;
 * ``mid-cli-turn``: a Claude Code or Codex turn runs a command and streams its answer;
+* ``mid-recovery``: two steers, a kill, a restart, and a second kill while the restarted
+  daemon closes the cut-off turns and answers what was acknowledged;
 * ``random``: a random delay after steering two random threads.
 
 It SIGKILLs the daemon there, checks the CLIs died with it and called the model no more,
@@ -44,7 +46,15 @@ from benchmarks.soak_driver import MODELS, Ack, Driver
 from condensate.ceilings import CeilingSettings
 from condensate.settings import Settings
 
-BOUNDARIES = ("mid-batch", "mid-summary", "after-201", "after-202", "mid-cli-turn", "random")
+BOUNDARIES = (
+    "mid-batch",
+    "mid-summary",
+    "after-201",
+    "after-202",
+    "mid-cli-turn",
+    "mid-recovery",
+    "random",
+)
 CHECKS = [
     "events_kept",
     "seq_contiguous",
@@ -98,23 +108,40 @@ class Soak:
         self.boundaries: dict[str, int] = dict.fromkeys(BOUNDARIES, 0)
         self.moments_missed: dict[str, int] = dict.fromkeys(BOUNDARIES, 0)
         self.settings = ceiling_settings(driver.home)
+        self.kills = 0
         self.kills_with_cli = 0
         self.clis_at_kill = 0
 
-    async def round(self, number: int) -> None:
+    async def round(self) -> None:
+        """One moment set up and killed, then the daemon restarted and checked."""
         boundary = self.rng.choice(BOUNDARIES)
-        self.boundaries[boundary] += 1
         await self.d.reset_fake()
-        hit = await self._reach(boundary)
-        if not hit:
-            self.moments_missed[boundary] += 1
-        context = f"kill {number} ({boundary})"
+        if boundary == "mid-recovery":
+            # A first kill right after two steers; a second while the restarted daemon is
+            # still closing cut-off turns and answering what was acknowledged.
+            for thread in self.rng.sample(sorted(self.d.threads), 2):
+                await self.d.steer(thread, "A steer before two kills.")
+            await self._kill("after-202")
+            await self.d.restart()
+            await asyncio.sleep(self.rng.uniform(0.0, 1.0))
+            context = await self._kill(boundary)
+        else:
+            hit = await self._reach(boundary)
+            if not hit:
+                self.moments_missed[boundary] += 1
+            context = await self._kill(boundary)
+        await self.d.restart()
+        await self._after_restart(context)
+
+    async def _kill(self, boundary: str) -> str:
+        self.kills += 1
+        self.boundaries[boundary] += 1
+        context = f"kill {self.kills} ({boundary})"
         killed_at, clis = self.d.kill()
         self.kills_with_cli += bool(clis)
         self.clis_at_kill += len(clis)
         await self._after_kill(context, killed_at, clis)
-        await self.d.restart()
-        await self._after_restart(context)
+        return context
 
     async def _reach(self, boundary: str) -> bool:
         """Set the moment up and return once it is reached (False: it was not seen in time,
@@ -226,14 +253,14 @@ async def soak(kills: int, seed: int, work: Path) -> dict[str, Any]:
     async with Driver.running(work, daemon_env) as driver:
         run = Soak(driver, rng, results)
         await driver.setup()
-        for number in range(1, kills + 1):
-            await run.round(number)
+        while run.kills < kills:
+            await run.round()
         await run.settle_acks(wait=True)
         threads = dict(driver.threads)
         snapshots = checks.replay_problems(driver.database)[1]
         evidence = checks.evidence(driver.database)
     return {
-        "kills": kills,
+        "kills": run.kills,
         "boundaries": run.boundaries,
         "moments_missed": run.moments_missed,
         "threads": {

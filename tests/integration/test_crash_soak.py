@@ -52,7 +52,7 @@ def test_every_check_passes_after_every_kill(soak: tuple[int, dict[str, Any], st
     failures = {n: c["first_failures"] for n, c in report["checks"].items() if c["failed"]}
     assert failures == {}
     assert code == 0
-    assert report["kills"] == KILLS
+    assert report["kills"] >= KILLS
     assert sorted(report["checks"]) == sorted(CHECKS)
     assert all(c["passed"] > 0 for c in report["checks"].values()), report["checks"]
 
@@ -62,7 +62,7 @@ def test_every_boundary_is_reached(soak: tuple[int, dict[str, Any], str]) -> Non
     _, report, _ = soak
     assert set(report["boundaries"]) == set(BOUNDARIES)
     assert all(report["boundaries"][b] > 0 for b in BOUNDARIES), report["boundaries"]
-    assert sum(report["boundaries"].values()) == KILLS
+    assert sum(report["boundaries"].values()) == report["kills"]
     assert not any(report["moments_missed"].values()), report["moments_missed"]
 
 
