@@ -32,12 +32,8 @@ window taken while the engine is idle (an ask's deadline) restarts the session a
 
 from __future__ import annotations
 
-from adapters.claude_code._cli import (
-    PINNED_VERSION,
-    check_version,
-    permission_mode,
-    resolve_binary,
-)
+from adapters.claude_code._cli import PINNED_VERSION, check_version, resolve_binary
+from adapters.claude_code._permissions import check, flags
 from adapters.claude_code._translate import _argument, _output
 from adapters.claude_code.engine import ClaudeCodeEngine
 
@@ -46,7 +42,8 @@ __all__ = [
     "ClaudeCodeEngine",
     "_argument",
     "_output",
+    "check",
     "check_version",
-    "permission_mode",
+    "flags",
     "resolve_binary",
 ]

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from adapters import _child
+from adapters.claude_code import _permissions
 from condensate import mcp
 from condensate.engine import EngineEnv, ThreadSpec
-from condensate.errors import ConfigError
 from condensate.providers import parse_model
 
 PINNED_VERSION = "2.1.332"
@@ -28,34 +28,12 @@ CLI = _child.PinnedCli(
     pinned=PINNED_VERSION,
     setting="CONDENSATE_CLAUDE_BINARY",
 )
-CLAUDE_MODES = frozenset({"acceptEdits", "bypassPermissions", "plan", "dontAsk", "auto"})
-"""Claude Code's own permission modes, passed through as given."""
-
-MCP_SERVER = mcp.SERVER_NAME
-"""Claude Code names the head's tools ``mcp__condensate__<tool>``."""
 
 resolve_binary = CLI.resolve
 check_version = CLI.check_version
 spawn = _child.spawn
 stop = _child.stop
 stderr_tail = _child.stderr_tail
-
-
-def permission_mode(permissions: str) -> str:
-    """A thread's permissions as a Claude Code ``--permission-mode``.
-
-    ``default`` becomes ``bypassPermissions``: Condensate answers no permission prompts yet,
-    and a headless Claude Code in its own ``default`` mode silently denies every write and
-    every command that is not read-only, so an unattended thread could do nothing. Claude
-    Code's own mode names pass through.
-    """
-    if permissions == "default":
-        return "bypassPermissions"
-    if permissions in CLAUDE_MODES:
-        return permissions
-    known = ", ".join(sorted({"default", *CLAUDE_MODES}))
-    msg = f"Permissions {permissions!r} mean nothing to Claude Code; use one of: {known}."
-    raise ConfigError(msg)
 
 
 def command(
@@ -80,12 +58,8 @@ def command(
         "--verbose",
         "--model",
         parse_model(spec.model).name,
-        "--permission-mode",
-        permission_mode(spec.permissions),
+        *_permissions.flags(spec, head=mcp_config is not None),
     ]
-    if spec.tools:
-        tools = [*spec.tools, f"mcp__{MCP_SERVER}"] if mcp_config else list(spec.tools)
-        args += ["--allowedTools", ",".join(tools)]
     if mcp_config is not None:
         args += ["--mcp-config", str(mcp_config), "--strict-mcp-config"]
     if spec.persona:

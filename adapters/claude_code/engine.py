@@ -19,7 +19,7 @@ import structlog
 from adapters import _child
 from adapters._asks import AskTeller
 from adapters._texts import AUTH_STATUSES, CONTINUE, bad_credential, resumed
-from adapters.claude_code import _cli
+from adapters.claude_code import _cli, _permissions
 from adapters.claude_code._reading import ANTHROPIC_KEY_SETTING, TurnReader, _Read
 from adapters.claude_code._translate import (
     Replies,
@@ -57,6 +57,7 @@ class ClaudeCodeEngine(TurnReader):
     name: ClassVar[str] = "claude"
 
     def __init__(self, spec: ThreadSpec, env: EngineEnv) -> None:
+        _permissions.check(spec)  # refused before the thread exists: nothing is logged
         self.spec = spec
         self.env = env
         self.config_dir = env.home / "claude" / env.thread_id

@@ -15,7 +15,7 @@ from typing import Any
 from adapters import _child
 from condensate import mcp
 from condensate.engine import EngineEnv, ThreadSpec
-from condensate.errors import ConfigError
+from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model
 
 PINNED_VERSION = "0.171.0"
@@ -62,20 +62,49 @@ def native_binary(binary: Path) -> Path | None:
     return None
 
 
-def sandbox_mode(permissions: str) -> str:
-    """A thread's permissions as a Codex sandbox; approvals are never asked for.
+SANDBOX_OF = {
+    "default": "danger-full-access",
+    "workspace": "workspace-write",
+    "read-only": "read-only",
+    **{name: name for name in SANDBOXES},
+}
+"""A thread's permissions as a Codex sandbox (Codex's own names pass through); approvals are
+never asked for. ``default`` is ``danger-full-access``: Condensate answers no approval
+prompts, so an unattended thread runs without them (as Claude Code threads run with
+``bypassPermissions``). ``workspace-write`` lets commands and patches write inside cwd only,
+``read-only`` write nowhere; Codex enforces both itself (its bundled bubblewrap sandbox)."""
 
-    ``default`` becomes ``danger-full-access``: Condensate answers no approval prompts, so an
-    unattended thread must run without them (as Claude Code threads run with
-    ``bypassPermissions``). Codex's own sandbox names pass through.
-    """
-    if permissions == "default":
-        return "danger-full-access"
-    if permissions in SANDBOXES:
-        return permissions
-    known = ", ".join(sorted({"default", *SANDBOXES}))
-    msg = f"Permissions {permissions!r} mean nothing to Codex; use one of: {known}."
-    raise ConfigError(msg)
+
+def sandbox_mode(permissions: str) -> str:
+    """The Codex sandbox of ``permissions`` (``check`` refused any other at creation)."""
+    check_permissions(permissions)
+    return SANDBOX_OF[permissions]
+
+
+def check_permissions(permissions: str) -> None:
+    if permissions not in SANDBOX_OF:
+        known = ", ".join(repr(p) for p in SANDBOX_OF)
+        raise Refused(
+            code="unsupported-permissions",
+            detail=f"The codex engine cannot enforce permissions {permissions!r}; it enforces "
+            f"{known}.",
+            status=422,
+        )
+
+
+def check(spec: ThreadSpec) -> None:
+    """Refuse, before the thread exists, what Codex cannot enforce: a permissions value with
+    no sandbox, and any ``tools`` list (Codex keeps its own tool set and has no way to offer
+    fewer)."""
+    check_permissions(spec.permissions)
+    if spec.tools:
+        raise Refused(
+            code="unsupported-tools",
+            detail="The codex engine cannot limit Codex's tools (it keeps its own set: "
+            "exec_command, apply_patch, ...); create the thread without 'tools', or "
+            "limit what it may touch with 'permissions' (workspace, read-only).",
+            status=422,
+        )
 
 
 def model_slug(spec: ThreadSpec) -> str:
@@ -115,6 +144,12 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
         f"base_url = {_toml(env.openai_base_url)}",
         f"env_key = {_toml(KEY_VARIABLE)}",
         'wire_api = "responses"',
+        "",
+        # workspace-write would also let commands write /tmp and $TMPDIR: only cwd is the
+        # thread's workspace.
+        "[sandbox_workspace_write]",
+        "exclude_slash_tmp = true",
+        "exclude_tmpdir_env_var = true",
         "",
         "[analytics]",
         "enabled = false",

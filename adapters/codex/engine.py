@@ -54,6 +54,7 @@ class CodexEngine(TurnReader):
     name: ClassVar[str] = "codex"
 
     def __init__(self, spec: ThreadSpec, env: EngineEnv) -> None:
+        _cli.check(spec)  # refused before the thread exists: nothing is logged
         self.spec = spec
         self.env = env
         self.codex_home = env.home / "codex" / env.thread_id
@@ -319,10 +320,6 @@ class CodexEngine(TurnReader):
             self.sent_upto = ctx.view.last_seq
         notice = "session-fresh" if with_window else "session-started"
         detail = f"pid={self.server.pid}"
-        if self.spec.tools:
-            # Said on every thread start so the log shows it wherever someone reads.
-            detail += f" (the thread's tools, {', '.join(self.spec.tools)}, are not applied: "
-            detail += "Codex keeps its own tool set)"
         await self._notice(ctx, notice, detail, previous=previous)
 
     async def _end_server(self) -> None:

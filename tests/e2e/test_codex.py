@@ -391,12 +391,12 @@ async def test_an_app_server_that_dies_at_start_fails_the_turn_with_its_stderr(
         daemon.close()
 
 
-async def test_a_tools_list_is_said_not_to_apply(daemon, fake, workdir):
-    """Codex keeps its own tool set: a thread created with a tools list says, in its session
-    notice, that the list is not applied."""
-    fake.queue(Text("hello"), model=MODEL)
+async def test_a_tools_list_is_refused_at_creation(daemon, fake, workdir):
+    """Codex keeps its own tool set and cannot offer fewer: a thread created with a tools
+    list is refused with 422 unsupported-tools and a sentence saying so, and no thread is
+    kept."""
     async with aiohttp.ClientSession() as session:
-        status, created = await call(
+        status, refused = await call(
             session,
             daemon,
             "POST",
@@ -409,12 +409,10 @@ async def test_a_tools_list_is_said_not_to_apply(daemon, fake, workdir):
                 "tools": ["Read", "Bash"],
             },
         )
-        assert status == 201, created
-        events = await turn_ended(session, daemon, created["id"])
-    started = notices(events, "session-started")[0]
-    assert "Read, Bash" in started["detail"]
-    assert "not applied" in started["detail"]
-    assert started_pid(events) > 0
+        _, listed = await call(session, daemon, "GET", "/threads")
+    assert (status, refused["error"]) == (422, "unsupported-tools")
+    assert "cannot limit" in refused["detail"]
+    assert listed["threads"] == []
 
 
 async def test_the_rollout_codex_wrote_replays(daemon, fake, workdir):

@@ -1,6 +1,7 @@
 """Faults inside one thread's turn, in process on a real SQLite log and the fake model server:
 an unexpected exception ends that turn only, and an operator's interrupt ends a native turn
-(its provider call, or its running shell command) within 2 s."""
+(its provider call, or its running shell command) within 2 s; and a thread its engine cannot
+enforce is refused before anything is logged."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from adapters import ENGINES
 from adapters.native import NativeEngine
@@ -20,6 +22,7 @@ from condensate.engine import (
     TurnContext,
     TurnOutcome,
 )
+from condensate.errors import Refused
 from condensate.runtime import Runtime, Thread
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
 from tests.integration.test_runtime import running
@@ -173,3 +176,26 @@ async def test_an_interrupt_kills_a_running_shell_command_and_closes_its_call(tm
     assert results[0].is_error
     assert logged[-1].kind == "turn.ended"
     assert (logged[-1].outcome, logged[-1].reason) == ("interrupted", INTERRUPTED_BY_OPERATOR)
+
+
+async def test_a_thread_its_engine_cannot_enforce_is_refused_before_anything_is_logged(tmp_path):
+    """A Codex thread with a tools list and a Claude Code thread with permissions it has no
+    mapping for are refused (422) at creation: no thread is kept and the log holds none."""
+    async with running(tmp_path) as runtime:
+        refusals = []
+        for spec in (
+            ThreadSpec(
+                engine="codex", model="openai:gpt-5.5", cwd=str(tmp_path), brief="b", tools=("x",)
+            ),
+            ThreadSpec(
+                engine="claude", model=MODEL, cwd=str(tmp_path), brief="b", permissions="ask-me"
+            ),
+        ):
+            with pytest.raises(Refused) as refused:
+                await runtime.create(spec)
+            refusals.append((refused.value.code, refused.value.status))
+        threads = dict(runtime.threads)
+        logged = runtime.log.thread_ids()
+    assert refusals == [("unsupported-tools", 422), ("unsupported-permissions", 422)]
+    assert threads == {}
+    assert list(logged) == []

@@ -11,11 +11,13 @@ from adapters.claude_code import (
     PINNED_VERSION,
     _argument,
     _output,
+    check,
     check_version,
-    permission_mode,
+    flags,
     resolve_binary,
 )
-from condensate.errors import ConfigError
+from condensate.engine import ThreadSpec
+from condensate.errors import ConfigError, Refused
 
 
 def fake_cli(tmp_path: Path, version: str) -> str:
@@ -46,19 +48,92 @@ def test_a_patch_release_of_the_pinned_minor_is_accepted(tmp_path):
     assert check_version(fake_cli(tmp_path, "2.1.999")) == "2.1.999"
 
 
+def spec(permissions: str = "default", tools: tuple[str, ...] = ()) -> ThreadSpec:
+    return ThreadSpec(
+        engine="claude",
+        model="anthropic:claude-sonnet-4-5",
+        cwd="/w",
+        brief="b",
+        tools=tools,
+        permissions=permissions,
+    )
+
+
+def flag(args: list[str], name: str) -> str | None:
+    """The value after ``name`` in ``args``, None when absent."""
+    return args[args.index(name) + 1] if name in args else None
+
+
 @pytest.mark.parametrize(
     ("permissions", "mode"),
-    [("default", "bypassPermissions"), ("acceptEdits", "acceptEdits"), ("plan", "plan")],
+    [
+        ("default", "bypassPermissions"),
+        ("workspace", "acceptEdits"),
+        ("read-only", "dontAsk"),
+        ("acceptEdits", "acceptEdits"),
+        ("plan", "plan"),
+    ],
 )
 def test_permissions_become_a_claude_mode(permissions, mode):
-    """A thread's default permissions run unattended; Claude Code's own modes pass through."""
-    assert permission_mode(permissions) == mode
+    """Default runs unattended, the confined values get their mode, Claude Code's own modes
+    pass through."""
+    assert flag(flags(spec(permissions), head=False), "--permission-mode") == mode
 
 
-def test_unknown_permissions_are_refused():
-    """Permissions Claude Code has no mode for are refused, listing the ones it has."""
-    with pytest.raises(ConfigError, match="bypassPermissions"):
-        permission_mode("everything")
+def test_default_permissions_offer_every_tool_unless_the_thread_names_some():
+    """Without a tools list no --tools is given (Claude Code's own set); with one, exactly
+    those tools are offered, never through --allowedTools."""
+    assert "--tools" not in flags(spec(), head=False)
+    args = flags(spec(tools=("Read", "Bash")), head=False)
+    assert flag(args, "--tools") == "Read,Bash"
+    assert "--allowedTools" not in args
+
+
+def test_workspace_is_restricted_to_cwd_without_code_running_tools_or_prompts():
+    """workspace runs --restricted (file tools confined to cwd, no Bash), prompts denied; a
+    tools list loses the tools that run code."""
+    args = flags(spec("workspace", ("Read", "Write", "Bash", "WebFetch")), head=False)
+    assert "--restricted" in args
+    assert flag(args, "--permission-prompts") == "none"
+    assert flag(args, "--tools") == "Read,Write"
+    assert "--tools" not in flags(spec("workspace"), head=False)
+
+
+def test_read_only_offers_only_the_read_only_tools():
+    """read-only offers Read, Grep and Glob (those of the tools list, when there is one),
+    restricted to cwd, prompts denied."""
+    args = flags(spec("read-only"), head=False)
+    assert "--restricted" in args
+    assert flag(args, "--permission-prompts") == "none"
+    assert flag(args, "--tools") == "Glob,Grep,Read"
+    assert flag(flags(spec("read-only", ("Read", "Edit", "Bash")), head=False), "--tools") == "Read"
+
+
+def test_a_confined_head_keeps_its_condensate_tools():
+    """A head with a tools list keeps ToolSearch (its Condensate tools hide behind it), and
+    outside bypassPermissions its Condensate tools are allowed without a prompt."""
+    args = flags(spec("read-only"), head=True)
+    assert flag(args, "--tools") == "Glob,Grep,Read,ToolSearch"
+    assert flag(args, "--allowedTools") == "mcp__condensate"
+    assert "--allowedTools" not in flags(spec(), head=True)
+
+
+def test_unknown_permissions_are_refused_as_unsupported():
+    """Permissions Claude Code cannot enforce are refused (422), listing the ones it can."""
+    with pytest.raises(Refused) as refused:
+        check(spec("everything"))
+    assert (refused.value.code, refused.value.status) == ("unsupported-permissions", 422)
+    assert "workspace" in str(refused.value)
+    assert "bypassPermissions" in str(refused.value)
+
+
+def test_a_tool_claude_code_does_not_have_is_refused():
+    """A tools list naming something that is not a Claude Code tool is refused (422),
+    naming it."""
+    with pytest.raises(Refused) as refused:
+        check(spec(tools=("Read", "read_file")))
+    assert (refused.value.code, refused.value.status) == ("unsupported-tools", 422)
+    assert "'read_file'" in str(refused.value)
 
 
 def test_a_result_names_its_path_command_or_pattern():

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import stat
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from adapters.codex import _cli
 from condensate.engine import EngineEnv, ThreadSpec
-from condensate.errors import ConfigError
+from condensate.errors import ConfigError, Refused
 
 TOKEN = "token-for-tests"  # noqa: S105 - a test value
 SPEC = ThreadSpec(engine="codex", model="openai:gpt-5.5", cwd="/work", brief="b")
@@ -81,18 +82,33 @@ def test_the_npm_wrapper_is_replaced_by_its_native_binary(tmp_path):
     ("permissions", "sandbox"),
     [
         ("default", "danger-full-access"),
-        ("workspace-write", "workspace-write"),
+        ("workspace", "workspace-write"),
         ("read-only", "read-only"),
+        ("workspace-write", "workspace-write"),
+        ("danger-full-access", "danger-full-access"),
     ],
 )
 def test_permissions_become_a_codex_sandbox(permissions, sandbox):
-    """Default permissions run unattended; Codex's own sandbox names pass through."""
+    """Default runs unattended, the documented values get their sandbox, and Codex's own
+    sandbox names pass through."""
     assert _cli.sandbox_mode(permissions) == sandbox
 
 
-def test_unknown_permissions_are_refused():
-    with pytest.raises(ConfigError, match="workspace-write"):
-        _cli.sandbox_mode("bypassPermissions")
+def test_unknown_permissions_are_refused_as_unsupported():
+    """Permissions with no Codex sandbox are refused (422), listing the ones it enforces."""
+    with pytest.raises(Refused) as refused:
+        _cli.check(replace(SPEC, permissions="bypassPermissions"))
+    assert (refused.value.code, refused.value.status) == ("unsupported-permissions", 422)
+    assert "workspace-write" in str(refused.value)
+
+
+def test_a_tools_list_is_refused_since_codex_cannot_limit_its_tools():
+    """Codex keeps its own tool set: a thread with tools is refused (422) with a sentence
+    saying so."""
+    with pytest.raises(Refused) as refused:
+        _cli.check(replace(SPEC, tools=("exec_command",)))
+    assert (refused.value.code, refused.value.status) == ("unsupported-tools", 422)
+    assert "cannot limit" in str(refused.value)
 
 
 def test_a_non_openai_model_is_refused():

@@ -1,0 +1,159 @@
+"""A thread's tools and permissions hold on the real CLIs, driven by a runtime in process
+against the fake model server: Claude Code is offered only the thread's tools, and under
+``workspace`` or ``read-only`` it writes nothing outside cwd (nothing at all when read-only)
+and has no shell; Codex runs ``read-only`` and ``workspace`` threads in the matching sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from condensate.engine import ThreadSpec
+from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from tests.integration.test_runtime import running
+
+CLAUDE = "claude-sonnet-4-5"
+CODEX = "gpt-5.5"
+
+
+async def run_thread(tmp_path: Path, fake: FakeModelServer, spec: ThreadSpec) -> list[Any]:
+    """The events of the thread's first turn, run to its end."""
+    async with running(tmp_path / "home", fake=fake) as runtime:
+        thread = await runtime.create(spec)
+        with anyio.fail_after(90):
+            await thread.turn_done.wait()
+        return [s.event for s in runtime.log.replay(thread.thread_id)]
+
+
+def offered_tools(fake: FakeModelServer, model: str) -> list[str]:
+    first = next(r for r in fake.requests if r.model == model)
+    return [str(t.get("name")) for t in first.body.get("tools", [])]
+
+
+def results(events: list[Any]) -> dict[str, Any]:
+    return {e.call_id: e for e in events if e.kind == "tool.result"}
+
+
+async def test_claude_code_is_offered_only_the_threads_tools(tmp_path, fake, workdir):
+    """A thread with tools ["Read"] gets a request whose only tool is Read."""
+    fake.queue(Text("done"), model=CLAUDE)
+    spec = ThreadSpec(
+        engine="claude", model=f"anthropic:{CLAUDE}", cwd=str(workdir), brief="b", tools=("Read",)
+    )
+    events = await run_thread(tmp_path, fake, spec)
+    assert [e for e in events if e.kind == "turn.ended"][-1].outcome == "completed"
+    assert offered_tools(fake, CLAUDE) == ["Read"]
+
+
+async def test_a_workspace_claude_thread_writes_inside_cwd_only_and_has_no_shell(
+    tmp_path, fake, workdir
+):
+    """Under workspace, a Write inside cwd lands, a Write outside cwd (directly or through a
+    symlink) is refused with an error result and nothing is written, and Bash is not
+    offered."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workdir / "link").symlink_to(outside)
+    fake.queue(
+        ToolCalls([Call("Write", {"file_path": str(workdir / "in.txt"), "content": "ok"}, id="a")]),
+        ToolCalls([Call("Write", {"file_path": str(outside / "x.txt"), "content": "no"}, id="b")]),
+        ToolCalls(
+            [Call("Write", {"file_path": str(workdir / "link/y.txt"), "content": "no"}, id="c")]
+        ),
+        Text("done"),
+        model=CLAUDE,
+    )
+    spec = ThreadSpec(
+        engine="claude",
+        model=f"anthropic:{CLAUDE}",
+        cwd=str(workdir),
+        brief="b",
+        permissions="workspace",
+    )
+    events = await run_thread(tmp_path, fake, spec)
+    got = results(events)
+    assert (workdir / "in.txt").read_text() == "ok"
+    assert list(outside.iterdir()) == []
+    assert not got["a"].is_error
+    assert got["b"].is_error
+    assert got["c"].is_error
+    assert "Bash" not in offered_tools(fake, CLAUDE)
+
+
+async def test_a_read_only_claude_thread_reads_but_cannot_write(tmp_path, fake, workdir):
+    """Under read-only, only Read, Grep and Glob are offered; a Read inside cwd works and a
+    Write the model asks for anyway is refused, writing nothing."""
+    (workdir / "notes.txt").write_text("hello notes\n")
+    fake.queue(
+        ToolCalls([Call("Read", {"file_path": str(workdir / "notes.txt")}, id="r")]),
+        ToolCalls([Call("Write", {"file_path": str(workdir / "new.txt"), "content": "x"}, id="w")]),
+        Text("done"),
+        model=CLAUDE,
+    )
+    spec = ThreadSpec(
+        engine="claude",
+        model=f"anthropic:{CLAUDE}",
+        cwd=str(workdir),
+        brief="b",
+        permissions="read-only",
+    )
+    events = await run_thread(tmp_path, fake, spec)
+    got = results(events)
+    assert sorted(offered_tools(fake, CLAUDE)) == ["Glob", "Grep", "Read"]
+    assert "hello notes" in got["r"].output
+    assert got["w"].is_error
+    assert not (workdir / "new.txt").exists()
+
+
+def shell(command: str, call_id: str) -> ToolCalls:
+    return ToolCalls([Call("exec_command", {"cmd": command}, id=call_id)])
+
+
+async def test_a_read_only_codex_thread_runs_in_codexs_read_only_sandbox(tmp_path, fake, workdir):
+    """Under read-only, a command that writes inside cwd fails in Codex's sandbox and the
+    file does not appear; the sandbox Codex reports is read-only."""
+    fake.queue(shell(f"touch {workdir / 'made.txt'}", "t"), Text("done"), model=CODEX)
+    spec = ThreadSpec(
+        engine="codex",
+        model=f"openai:{CODEX}",
+        cwd=str(workdir),
+        brief="b",
+        permissions="read-only",
+    )
+    events = await run_thread(tmp_path, fake, spec)
+    assert results(events)["t"].is_error
+    assert not (workdir / "made.txt").exists()
+    first = next(r for r in fake.requests if r.model == CODEX)
+    metadata = json.loads(first.headers["x-codex-turn-metadata"])
+    assert metadata["sandbox_mode"] == "read-only"
+
+
+async def test_a_workspace_codex_thread_writes_inside_cwd_only(tmp_path, fake, workdir):
+    """Under workspace (Codex's workspace-write sandbox) a command may write inside cwd, and
+    one writing outside it fails, leaving nothing there."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    fake.queue(
+        shell(f"touch {workdir / 'in.txt'}", "in"),
+        shell(f"touch {outside / 'out.txt'}", "out"),
+        Text("done"),
+        model=CODEX,
+    )
+    spec = ThreadSpec(
+        engine="codex",
+        model=f"openai:{CODEX}",
+        cwd=str(workdir),
+        brief="b",
+        permissions="workspace",
+    )
+    events = await run_thread(tmp_path, fake, spec)
+    got = results(events)
+    first = next(r for r in fake.requests if r.model == CODEX)
+    assert json.loads(first.headers["x-codex-turn-metadata"])["sandbox_mode"] == "workspace-write"
+    assert (workdir / "in.txt").exists()
+    assert not got["in"].is_error
+    assert got["out"].is_error
+    assert list(outside.iterdir()) == []
