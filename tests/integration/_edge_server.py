@@ -3,7 +3,8 @@ app, in its own process under a low file limit, so that ``accept`` runs out of d
 (the cap is set above what the limit allows).
 
 ``python -m tests.integration._edge_server LIMIT CAP`` prints its port, then serves
-``GET /ping`` until killed; its log goes to stderr as JSON.
+``GET /ping`` and ``GET /slow`` (answered after 2 s) until killed; its log goes to stderr as
+JSON.
 """
 
 from __future__ import annotations
@@ -23,12 +24,18 @@ async def ping(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
+async def slow(request: web.Request) -> web.Response:
+    await anyio.sleep(2.0)
+    return web.json_response({"ok": True})
+
+
 async def main(limit: int, cap: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
     configure_logging("json")
     gate = edge.Gate(cap)
     app = web.Application(middlewares=[gate.middleware])
     app.router.add_get("/ping", ping)
+    app.router.add_get("/slow", slow)
     runner = web.AppRunner(app)
     await runner.setup()
     gate.server = runner.server

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import aiohttp
@@ -169,11 +170,10 @@ def test_the_daemon_raises_its_soft_file_limit_to_the_hard_one(
 # -- a bare edge out of file descriptors --------------------------------------------------------
 
 
-@pytest.fixture
-def starved_edge() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The bare edge at 64 file descriptors with a cap of 1,000: ``accept`` hits EMFILE."""
+@contextmanager
+def bare_edge(limit: int, cap: int) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration._edge_server", "64", "1000"],
+        [sys.executable, "-m", "tests.integration._edge_server", str(limit), str(cap)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -185,6 +185,37 @@ def starved_edge() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     finally:
         process.kill()
         process.wait(timeout=10)
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+@pytest.fixture
+def starved_edge() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The bare edge at 64 file descriptors with a cap of 1,000: ``accept`` hits EMFILE."""
+    with bare_edge(64, 1000) as edge:
+        yield edge
+
+
+async def test_a_connection_past_a_cap_of_busy_ones_is_closed_unanswered() -> None:
+    """With the cap's connections all running a request, one more connection is closed
+    without an answer; once they finish, the next one is served."""
+    with bare_edge(1024, 2) as (url, _):
+        async with aiohttp.ClientSession() as session:
+
+            async def slow() -> int:
+                async with session.get(url + "/slow") as response:
+                    return response.status
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(slow)
+                tasks.start_soon(slow)
+                await anyio.sleep(0.5)
+                with pytest.raises(aiohttp.ClientError):
+                    async with aiohttp.ClientSession() as other, other.get(url + "/ping"):
+                        pass
+            async with aiohttp.ClientSession() as other, other.get(url + "/ping") as response:
+                assert response.status == 200
 
 
 async def test_emfile_is_logged_once_and_a_request_still_gets_through(
