@@ -17,7 +17,7 @@ checks the log file offline (a view rebuilt from its snapshot equals a full repl
 the daemon on the same state directory and checks every thread: each event read before the
 kill is still there unchanged, seqs run without gap or duplicate, no cut is windowed twice,
 the daemon's live view equals a full replay, and every acknowledged brief and steer gets a
-final reply within ``ANSWER_WITHIN`` seconds of the daemon running.
+final reply within ``ANSWER_WITHIN`` seconds of the restart (before the next kill).
 
     python benchmarks/crash_soak.py --kills 20 --json
     python benchmarks/crash_soak.py --kills 200 --seed 7
@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -252,10 +254,15 @@ async def soak(kills: int, seed: int, work: Path) -> dict[str, Any]:
     started = time.monotonic()
     async with Driver.running(work, daemon_env) as driver:
         run = Soak(driver, rng, results)
-        await driver.setup()
-        while run.kills < kills:
-            await run.round()
-        await run.settle_acks(wait=True)
+        error: str | None = None
+        try:
+            await driver.setup()
+            while run.kills < kills:
+                await run.round()
+            await run.settle_acks(wait=True)
+        except (RuntimeError, OSError, aiohttp.ClientError, AssertionError) as exc:
+            # A daemon that dies on its own or will not start again ends the soak, reported.
+            error = f"after {run.kills} kills: {type(exc).__name__}: {exc}"
         threads = dict(driver.threads)
         snapshots = checks.replay_problems(driver.database)[1]
         evidence = checks.evidence(driver.database)
@@ -271,7 +278,8 @@ async def soak(kills: int, seed: int, work: Path) -> dict[str, Any]:
         "cli_processes_at_kills": run.clis_at_kill,
         "evidence": evidence,
         "checks": results.to_json(CHECKS),
-        "ok": results.ok(),
+        "error": error,
+        "ok": results.ok() and error is None,
         "wall_s": round(time.monotonic() - started, 1),
     }
 
@@ -305,6 +313,8 @@ def table(report: dict[str, Any]) -> str:
         f"({report['cli_processes_at_kills']} CLI processes)",
         f"in the log: {json.dumps(report['evidence'])}",
     ]
+    if report["error"]:
+        lines.append(f"  ERROR {report['error'][:2000]}")
     for name, result in report["checks"].items():
         verdict = "ok" if not result["failed"] else "FAILED"
         lines.append(

@@ -51,6 +51,7 @@ def test_every_check_passes_after_every_kill(soak: tuple[int, dict[str, Any], st
     code, report, _ = soak
     failures = {n: c["first_failures"] for n, c in report["checks"].items() if c["failed"]}
     assert failures == {}
+    assert report["error"] is None
     assert code == 0
     assert report["kills"] >= KILLS
     assert sorted(report["checks"]) == sorted(CHECKS)
