@@ -12,12 +12,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 from condensate.events import Engine, Event, Stored, Window
 from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.providers import ModelClient
+
+if TYPE_CHECKING:
+    from condensate.approvals import Verdict
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,13 @@ class TurnContext(Protocol):
     async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str: ...
 
     async def join(self, child_id: str, call_id: str) -> str: ...
+
+    async def approve(
+        self, tool: str, argument: str, *, detail: str = "", call_id: str | None = None
+    ) -> Verdict:
+        """Ask the operator whether a tool may run (a thread with ``permissions: "ask"``):
+        logged, shown at ``GET /threads/:id/approvals``, denied when its deadline passes."""
+        ...
 
     def now(self) -> datetime: ...
 

@@ -21,7 +21,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from condensate import asks
+from condensate import approvals, asks
 from condensate import planner as planning
 from condensate.curator import Curator, Miss, carry_out
 from condensate.engine import (
@@ -325,6 +325,10 @@ class Runtime:
                 with anyio.CancelScope(shield=True):
                     if outcome.reason != STOPPED_BY_DAEMON and outcome.outcome != "completed":
                         notes += self._closing_results(thread, outcome.reason)
+                        # An approval the ended turn was waiting on can no longer run anything.
+                        await approvals.deny_pending(
+                            self, thread, f"the turn ended ({outcome.reason}) before an answer"
+                        )
                     await self.append(
                         thread,
                         [

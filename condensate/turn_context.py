@@ -1,5 +1,6 @@
 """The TurnContext the runtime hands an engine for a turn: the thread's view, its appends, its
-window check (under the thread's lock), its model client, children, and the clock."""
+window check (under the thread's lock), its model client, children, approvals, and the
+clock."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from condensate import approvals
+from condensate.approvals import Verdict
 from condensate.engine import Checkpoint, ThreadSpec
 from condensate.events import Event, Stored
 from condensate.projector import Projection
@@ -51,6 +54,13 @@ class RuntimeTurn:
 
     async def join(self, child_id: str, call_id: str) -> str:
         return await self.runtime.join_child(self.thread, child_id, call_id)
+
+    async def approve(
+        self, tool: str, argument: str, *, detail: str = "", call_id: str | None = None
+    ) -> Verdict:
+        return await approvals.request(
+            self.runtime, self.thread, tool=tool, argument=argument, detail=detail, call_id=call_id
+        )
 
     def now(self) -> datetime:
         return self.runtime.clock()

@@ -16,6 +16,7 @@ from typing import Any
 from adapters import _child
 from adapters.claude_code import _permissions
 from condensate import mcp
+from condensate.approvals import Verdict
 from condensate.engine import EngineEnv, ThreadSpec
 from condensate.providers import parse_model
 
@@ -122,4 +123,30 @@ def interrupt_line(number: int) -> dict[str, Any]:
         "type": "control_request",
         "request_id": f"condensate_{number}_{uuid.uuid4().hex[:8]}",
         "request": {"subtype": "interrupt"},
+    }
+
+
+def control_error(request_id: str, subtype: object) -> dict[str, Any]:
+    """The answer to a control request from the CLI that Condensate does not serve."""
+    return {
+        "type": "control_response",
+        "response": {
+            "subtype": "error",
+            "request_id": request_id,
+            "error": f"Condensate does not answer {subtype!r} requests",
+        },
+    }
+
+
+def permission_answer(request_id: str, verdict: Verdict, tool_input: Any) -> dict[str, Any]:
+    """The answer to a ``can_use_tool`` prompt: allowed with its input unchanged, or denied
+    with the reason the model reads."""
+    answer: dict[str, Any] = (
+        {"behavior": "allow", "updatedInput": tool_input}
+        if verdict.allowed
+        else {"behavior": "deny", "message": verdict.reason}
+    )
+    return {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": answer},
     }

@@ -9,6 +9,10 @@
   would prompt is denied). As on the native loop: files inside cwd, no shell.
 - ``read-only``: ``--restricted`` with only the read-only tools (Read, Grep, Glob) offered,
   ``--permission-mode dontAsk`` and no prompts: reads inside cwd, no edit, write or shell.
+- ``ask``: Claude Code's own prompting mode (``--permission-mode manual``) with its prompts
+  sent to Condensate (``--permission-prompt-tool stdio``): each ``can_use_tool`` request is
+  an approval the operator answers (``condensate.approvals``), denied at its deadline. Reads
+  inside cwd run unasked, as Claude Code decides; writes and commands wait for an answer.
 - Claude Code's own mode names (``acceptEdits``, ``plan``, ...) pass through, unconfined.
 
 A thread's ``tools`` become ``--tools``: the built-in tools Claude Code offers the model and
@@ -26,7 +30,7 @@ from condensate.errors import Refused
 CLAUDE_MODES = frozenset({"acceptEdits", "bypassPermissions", "plan", "dontAsk", "auto"})
 """Claude Code's own permission modes, passed through as given."""
 CONFINED = frozenset({"workspace", "read-only"})
-PERMISSIONS = ("default", "workspace", "read-only", *sorted(CLAUDE_MODES))
+PERMISSIONS = ("default", "workspace", "read-only", "ask", *sorted(CLAUDE_MODES))
 TOOLS = frozenset(
     {
         "Bash",
@@ -114,6 +118,8 @@ def flags(spec: ThreadSpec, *, head: bool) -> list[str]:
             args = ["--restricted", "--permission-mode", "acceptEdits"]
         case "read-only":
             args = ["--restricted", "--permission-mode", "dontAsk"]
+        case "ask":
+            args = ["--permission-mode", "manual", "--permission-prompt-tool", "stdio"]
         case mode:
             args = ["--permission-mode", mode]
     if spec.permissions in CONFINED:

@@ -18,6 +18,7 @@ from adapters._texts import AUTH_STATUSES, bad_credential
 from adapters.claude_code import _cli
 from adapters.claude_code._translate import (
     Replies,
+    _argument,
     api_retry,
     reply_of,
     text_without_calls,
@@ -45,6 +46,17 @@ class _Read:
     returncode: int | None = None
     credential: str | None = None
     """The provider refused the credential: the turn was interrupted and fails with this."""
+
+
+def _parsed(ctx: TurnContext, raw: bytes) -> dict[str, Any]:
+    """One stdout line as JSON; a plain line (a warning the CLI printed) is logged and read
+    as nothing."""
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        log.info("claude_plain_line", thread=ctx.thread_id, line=raw[:300].decode())
+        return {}
+    return line if isinstance(line, dict) else {}
 
 
 class TurnReader:
@@ -76,52 +88,32 @@ class TurnReader:
         process = self.process
         assert process is not None
         assert process.stdout is not None
-        window = False
-        stop: str | None = None
-        credential: str | None = None
+        read = _Read("result")
         while True:
             raw = await process.stdout.readline()
             if not raw:
                 await self._flush(ctx)
-                returncode = await process.wait()
-                return _Read(
-                    "exited", window=window, stop=stop, returncode=returncode, credential=credential
-                )
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                log.info("claude_plain_line", thread=ctx.thread_id, line=raw[:300].decode())
-                continue
-            if not isinstance(line, dict):
-                continue
+                read.how = "exited"
+                read.returncode = await process.wait()
+                return read
+            line = _parsed(ctx, raw)
             kind = line.get("type")
             if kind == "system" and line.get("subtype") == "init":
                 await self._init(ctx, line)
             elif kind == "system" and line.get("subtype") == "api_retry":
                 refused = await self._api_retry(ctx, line)
-                if refused is not None and credential is None:
+                if refused is not None and read.credential is None:
                     # Retrying a refused key only delays the failure (ten tries, minutes):
                     # the turn ends now, naming the setting to fix.
-                    credential = refused
+                    read.credential = refused
                     await self._interrupt()
+            elif kind == "control_request":
+                await self._control_request(ctx, line)
             elif kind == "assistant" and top_level(line):
                 await self._assistant(ctx, line)
             elif kind == "user" and top_level(line):
-                if not await self._tool_results(ctx, line) or window or stop is not None:
-                    continue
-                if self.interrupted():
-                    continue  # the turn ends at the result the interrupt brings
-                if self.window_pending:
-                    window = True
-                    await self._interrupt()
-                    continue
-                check = await ctx.checkpoint()
-                if check.stop is not None:
-                    stop = check.stop
-                    await self._interrupt()
-                elif check.window is not None:
-                    window = True
-                    await self._interrupt()
+                if await self._tool_results(ctx, line):
+                    await self._after_results(ctx, read)
             elif kind == "result":
                 await self._flush(ctx)
                 if unprompted(line):
@@ -130,7 +122,47 @@ class TurnReader:
                     # logged, but its result does not end the turn we are waiting on.
                     log.info("claude_unprompted_turn", thread=ctx.thread_id, origin=line["origin"])
                     continue
-                return _Read("result", result=line, window=window, stop=stop, credential=credential)
+                read.result = line
+                return read
+
+    async def _after_results(self, ctx: TurnContext, read: _Read) -> None:
+        """The checkpoint after a top-level tool result: a window or a stop interrupts the
+        turn (once); nothing is checked once the turn is ending anyway."""
+        if read.window or read.stop is not None or self.interrupted():
+            return
+        if self.window_pending:
+            read.window = True
+            await self._interrupt()
+            return
+        check = await ctx.checkpoint()
+        if check.stop is not None:
+            read.stop = check.stop
+            await self._interrupt()
+        elif check.window is not None:
+            read.window = True
+            await self._interrupt()
+
+    async def _control_request(self, ctx: TurnContext, line: dict[str, Any]) -> None:
+        """A request from the CLI: a permission prompt (``can_use_tool``, under ``ask``) is
+        an approval the operator answers; the CLI waits for it. Nothing else is answered."""
+        assert self.process is not None
+        request = line.get("request") or {}
+        number = str(line.get("request_id") or "")
+        if request.get("subtype") != "can_use_tool":
+            log.warning(
+                "claude_request_refused", thread=ctx.thread_id, subtype=request.get("subtype")
+            )
+            await _cli.write(self.process, _cli.control_error(number, request.get("subtype")))
+            return
+        tool_input = request.get("input") or {}
+        verdict = await ctx.approve(
+            str(request.get("tool_name") or ""),
+            _argument(tool_input if isinstance(tool_input, dict) else {}),
+            detail=json.dumps(tool_input)[:4000],
+            call_id=str(request.get("tool_use_id") or "") or None,
+        )
+        if self.process is not None:  # the CLI may have been ended while the operator thought
+            await _cli.write(self.process, _cli.permission_answer(number, verdict, tool_input))
 
     async def _api_retry(self, ctx: TurnContext, line: dict[str, Any]) -> str | None:
         """Log a retry the CLI makes on its own; the reason to fail the turn when it retries

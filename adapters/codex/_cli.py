@@ -66,13 +66,23 @@ SANDBOX_OF = {
     "default": "danger-full-access",
     "workspace": "workspace-write",
     "read-only": "read-only",
+    "ask": "workspace-write",
     **{name: name for name in SANDBOXES},
 }
 """A thread's permissions as a Codex sandbox (Codex's own names pass through); approvals are
 never asked for. ``default`` is ``danger-full-access``: Condensate answers no approval
 prompts, so an unattended thread runs without them (as Claude Code threads run with
 ``bypassPermissions``). ``workspace-write`` lets commands and patches write inside cwd only,
-``read-only`` write nowhere; Codex enforces both itself (its bundled bubblewrap sandbox)."""
+``read-only`` write nowhere; Codex enforces both itself (its bundled bubblewrap sandbox).
+``ask`` runs in the workspace sandbox with approvals on (``approval_policy``)."""
+
+
+def approval_policy(permissions: str) -> str:
+    """``untrusted`` for ``ask``: Codex asks before every command it does not know to be
+    read-only, and Condensate hands each request to the operator (``on-request`` would let
+    any command the sandbox allows run unasked). ``never`` otherwise: nobody is there to
+    answer."""
+    return "untrusted" if permissions == "ask" else "never"
 
 
 def sandbox_mode(permissions: str) -> str:
@@ -131,6 +141,8 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
     lines = [
         f"model = {_toml(model_slug(spec))}",
         f"model_provider = {_toml(PROVIDER)}",
+        # The file takes no "untrusted" (0.171.0 refuses it there); each thread/start sets
+        # the thread's own policy.
         'approval_policy = "never"',
         f"sandbox_mode = {_toml(sandbox_mode(spec.permissions))}",
         "check_for_update_on_startup = false",

@@ -9,7 +9,9 @@ of starting app-servers or Codex threads.
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import structlog
@@ -19,6 +21,7 @@ from adapters.codex import _cli
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
 from adapters.codex._translate import (
     Responses,
+    _command,
     compacted,
     http_status,
     is_overflow,
@@ -89,6 +92,8 @@ class TurnReader:
             log.debug("codex_between_turns", thread=ctx.thread_id, method=stale.get("method"))
         read = _Read("completed")
         self.turn_id = ""
+        if self.spec.permissions == "ask":
+            server.approver = partial(self._approve, ctx)
         try:
             started = await server.request(
                 "turn/start",
@@ -136,6 +141,23 @@ class TurnReader:
         except AppServerExited:
             read.how = "exited"
             return read
+
+    async def _approve(self, ctx: TurnContext, method: str, params: dict[str, Any]) -> bool:
+        """Codex asks before running a command or applying a patch: the operator decides."""
+        if method.startswith("item/fileChange"):
+            tool, argument = (
+                "apply_patch",
+                str(params.get("reason") or params.get("grantRoot") or ""),
+            )
+        else:
+            tool, argument = "shell", _command(params)
+        verdict = await ctx.approve(
+            tool,
+            argument,
+            detail=json.dumps(params)[:4000],
+            call_id=str(params.get("itemId") or "") or None,
+        )
+        return verdict.allowed
 
     async def _error(self, ctx: TurnContext, params: dict[str, Any], read: _Read) -> None:
         """A retry Codex makes on its own is logged; an authentication error ends the turn

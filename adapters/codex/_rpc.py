@@ -3,8 +3,9 @@ without the ``"jsonrpc"`` field.
 
 There is one reader and no background task: a request reads lines until its response, keeping
 the notifications it passes in order for ``next_notification``, which the engine calls while
-a turn runs. Requests from the server (approvals) are declined: a thread runs with approvals
-off, and nobody is there to answer one.
+a turn runs. Requests from the server: an approval goes to ``approver`` when the engine set
+one (a thread with ``permissions: "ask"``; the reader waits for the operator's answer, as
+Codex does), and is declined otherwise; anything else is refused.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -33,6 +35,10 @@ class AppServerExited(AppServerError):
     """The app-server's stdout closed: the process exited."""
 
 
+Approver = Callable[[str, dict[str, Any]], Awaitable[bool]]
+"""Whether a server's approval request (its method and params) is accepted."""
+
+
 class AppServer:
     """One running ``codex app-server``."""
 
@@ -41,6 +47,8 @@ class AppServer:
         self.waiting: deque[dict[str, Any]] = deque()
         """Notifications read while waiting for a response, not yet handed out."""
         self._next_id = 0
+        self.approver: Approver | None = None
+        """Answers approval requests (``ask``); None declines them."""
 
     @property
     def pid(self) -> int:
@@ -127,9 +135,21 @@ class AppServer:
             if not isinstance(message, dict):
                 continue
             if "method" in message and "id" in message:
-                await self._decline(str(message["method"]), message["id"])
+                await self._answer(str(message["method"]), message["id"], message)
                 continue
             return message
+
+    async def _answer(self, method: str, number: Any, message: dict[str, Any]) -> None:
+        approval = (
+            method.endswith("/requestApproval") and method != "item/permissions/requestApproval"
+        )
+        if approval and self.approver is not None:
+            accepted = await self.approver(method, message.get("params") or {})
+            await self._write(
+                {"id": number, "result": {"decision": "accept" if accepted else "decline"}}
+            )
+            return
+        await self._decline(method, number)
 
     async def _decline(self, method: str, number: Any) -> None:
         log.warning("codex_server_request_declined", method=method)

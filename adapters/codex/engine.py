@@ -293,7 +293,7 @@ class CodexEngine(TurnReader):
         assert self.server is not None
         params: dict[str, Any] = {
             "cwd": self.spec.cwd,
-            "approvalPolicy": "never",
+            "approvalPolicy": _cli.approval_policy(self.spec.permissions),
             "sandbox": _cli.sandbox_mode(self.spec.permissions),
         }
         if self.spec.persona:

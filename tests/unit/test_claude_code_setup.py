@@ -149,3 +149,10 @@ def test_block_content_becomes_text():
     assert _output("plain") == "plain"
     assert _output([{"type": "text", "text": "a"}, {"type": "image"}]) == "a\n[image]"
     assert _output(None) == ""
+
+
+def test_ask_sends_claude_codes_permission_prompts_to_condensate():
+    """ask: Claude Code's prompting mode, its prompts sent over stdio to Condensate."""
+    args = flags(spec("ask"), head=False)
+    assert flag(args, "--permission-mode") == "manual"
+    assert flag(args, "--permission-prompt-tool") == "stdio"

@@ -167,3 +167,11 @@ def test_with_windowing_off_no_catalog_is_written(tmp_path):
     assert "model_catalog_json" not in config
     assert not (home / "condensate-models.json").exists()
     assert stat.S_IMODE((home / "config.toml").stat().st_mode) == 0o600
+
+
+def test_ask_runs_in_the_workspace_sandbox_with_codex_asking_before_commands():
+    """ask: the workspace-write sandbox, and each Codex thread asks (untrusted) before any
+    command it does not know to be read-only; every other value never asks."""
+    assert _cli.sandbox_mode("ask") == "workspace-write"
+    assert _cli.approval_policy("ask") == "untrusted"
+    assert {_cli.approval_policy(p) for p in ("default", "workspace", "read-only")} == {"never"}
