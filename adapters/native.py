@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import structlog
 
-from adapters.native_permissions import allows, permissions_problem
+from adapters.native_permissions import allows, needs_approval, permissions_problem
 from adapters.native_tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
@@ -103,6 +103,8 @@ _PERMISSION_NOTES = {
     "and there is no shell.",
     "read-only": "Your permissions are 'read-only': you may read and search inside {cwd}, "
     "and change nothing.",
+    "ask": "Your permissions are 'ask': each edit, write and shell call waits for a person to "
+    "allow it; a denied call comes back with their reason.",
 }
 
 
@@ -241,8 +243,25 @@ class NativeEngine:
         args = call.arguments
         at = ctx.now()
         if call.name in TOOLS:
+            if needs_approval(self.spec.permissions, call.name):
+                shown = str(args.get("command") or args.get("path") or "")
+                verdict = await ctx.approve(
+                    call.name, shown, detail=json.dumps(dict(args)), call_id=call.id
+                )
+                if not verdict.allowed:
+                    text = f"{call.name} was not run: {verdict.reason}"
+                    return [
+                        ToolResult(
+                            at=ctx.now(),
+                            call_id=call.id,
+                            tool=call.name,
+                            argument=shown[:120],
+                            output=text,
+                            is_error=True,
+                        )
+                    ]
             outcome = await run_tool(call.name, args, self.tool_context)
-            return [_result(call, outcome, at)]
+            return [_result(call, outcome, ctx.now())]
         try:
             match call.name:
                 case "spawn":

@@ -5,6 +5,8 @@
 - ``workspace``: read, search, edit and write, on paths that resolve (symlinks included)
   inside cwd; no shell, because a shell cannot be confined to cwd.
 - ``read-only``: read and search, inside cwd as under ``workspace``; no edit, write or shell.
+- ``ask``: as ``default``, but every edit, write and shell call waits for an operator's
+  allow (``condensate.approvals``); a deny or no answer by the deadline refuses it.
 
 Under the two confined values, the daemon's state directory is refused even inside cwd.
 ``locate`` resolves paths (it reads symlinks, so it runs on the file tools' worker thread).
@@ -17,11 +19,12 @@ from pathlib import Path
 
 from adapters.tool_contract import ToolContext
 
-NATIVE_PERMISSIONS: tuple[str, ...] = ("default", "workspace", "read-only")
+NATIVE_PERMISSIONS: tuple[str, ...] = ("default", "workspace", "read-only", "ask")
 """The ``permissions`` values the native engine enforces; any other is refused."""
 
 _FORBIDDEN: dict[str, frozenset[str]] = {
     "default": frozenset(),
+    "ask": frozenset(),
     "workspace": frozenset({"shell"}),
     "read-only": frozenset({"edit", "write", "shell"}),
 }
@@ -59,8 +62,17 @@ def refusal(permissions: str, tool: str) -> str | None:
     return f"{tool} is refused: this thread's permissions are {permissions!r}; {_WHY[permissions]}."
 
 
+_ASKED = frozenset({"edit", "write", "shell"})
+"""What changes something: under ``ask`` these wait for an operator; reads never do."""
+
+
+def needs_approval(permissions: str, tool: str) -> bool:
+    """Whether a call of ``tool`` must be allowed by an operator before it runs."""
+    return permissions == "ask" and tool in _ASKED
+
+
 def confined(ctx: ToolContext) -> bool:
-    return ctx.permissions != "default"
+    return ctx.permissions in ("workspace", "read-only")
 
 
 def locate(ctx: ToolContext, raw: str) -> Path:

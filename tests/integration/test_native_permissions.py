@@ -197,6 +197,7 @@ def test_read_only_and_workspace_threads_are_not_offered_what_they_may_not_run()
     assert offered("default") == {"read", "search", "edit", "write", "shell", *control}
     assert offered("workspace") == {"read", "search", "edit", "write", *control}
     assert offered("read-only") == {"read", "search", *control}
+    assert offered("ask") == offered("default")
     assert offered("read-only", ("read", "shell")) == {"read"}
 
 
@@ -208,9 +209,9 @@ def test_an_unknown_permissions_value_is_refused_naming_the_set() -> None:
     assert (refused.value.code, refused.value.status) == ("unsupported-permissions", 422)
     assert str(refused.value) == (
         "The native engine cannot enforce permissions 'root'; it enforces "
-        "'default', 'workspace', 'read-only'."
+        "'default', 'workspace', 'read-only', 'ask'."
     )
-    assert NATIVE_PERMISSIONS == ("default", "workspace", "read-only")
+    assert NATIVE_PERMISSIONS == ("default", "workspace", "read-only", "ask")
 
 
 # --- the loop, in a real runtime against the fake model --------------------------------------
