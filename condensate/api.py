@@ -36,6 +36,14 @@ class Interrupt(_Body):
     """``POST /threads/:id/interrupt`` takes no body, or an empty object."""
 
 
+class ApprovalAnswer(_Body):
+    """``POST /threads/:id/approvals``: allow or deny one pending request."""
+
+    id: str = Field(min_length=1)
+    decision: Literal["allow", "deny"]
+    reason: str = ""
+
+
 class CompactAnswer(_Body):
     mode: Literal["summary", "microcompact", "decline"]
     keep_from: int | None = Field(default=None, alias="keepFrom", ge=1, le=INT64_MAX)
@@ -139,6 +147,25 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
     ),
     "CompactAnswered": _object({"seq": _INT, "kind": _STR, "queued": _BOOL}),
     "Interrupted": _object({"interrupted": {"const": True}, "thread": _STR}),
+    "Approvals": _object(
+        {
+            "approvals": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "id": _STR,
+                        "tool": _STR,
+                        "argument": _STR,
+                        "detail": _STR,
+                        "callId": _NULLABLE_STR,
+                        "requestedAt": _STR,
+                        "deadline": _STR,
+                    }
+                ),
+            }
+        }
+    ),
+    "ApprovalAnswered": _object({"seq": _INT, "id": _STR, "decision": {"enum": ["allow", "deny"]}}),
     "OpenAPI": _object(
         {"openapi": _STR, "info": _OPEN_OBJECT, "paths": _OPEN_OBJECT}, closed=False
     ),
@@ -247,6 +274,22 @@ def openapi_document() -> dict[str, Any]:
                 },
             }
         },
+        "/threads/{thread_id}/approvals": {
+            "get": {
+                "summary": "Tool calls waiting for an operator (a thread with permissions ask)",
+                "parameters": thread,
+                "responses": {**_ok(200, "pending requests", "Approvals"), **_errors(404)},
+            },
+            "post": {
+                "summary": "Allow or deny one pending request (404 unknown-approval)",
+                "parameters": thread,
+                "requestBody": _body(ApprovalAnswer),
+                "responses": {
+                    **_ok(200, "answered", "ApprovalAnswered"),
+                    **_errors(404, *WITH_BODY),
+                },
+            },
+        },
         "/threads/{thread_id}/tail": {
             "get": {
                 "summary": "Read the log",
@@ -287,7 +330,7 @@ def openapi_document() -> dict[str, Any]:
         },
     }
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA, **RESPONSE_SCHEMAS}
-    for model in (CreateThread, SendMessage, CompactAnswer, Interrupt):
+    for model in (CreateThread, SendMessage, CompactAnswer, Interrupt, ApprovalAnswer):
         schemas[model.__name__] = model.model_json_schema(by_alias=True)
     return {
         "openapi": "3.1.0",

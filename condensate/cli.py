@@ -1,8 +1,8 @@
 """The ``condensate`` command. Every subcommand takes ``--json`` for scripts.
 
-``serve`` runs the daemon; ``run``, ``threads``, ``tail``, ``compact`` and ``status`` talk to
-it over HTTP (it is found by itself, with its token); ``doctor`` and ``view`` read the embedded
-log directly and work without a daemon.
+``serve`` runs the daemon; ``run``, ``threads``, ``tail``, ``compact``, ``status``,
+``approvals``, ``approve`` and ``stop`` talk to it over HTTP (it is found by itself, with its
+token); ``doctor`` and ``view`` read the embedded log directly and work without a daemon.
 """
 
 from __future__ import annotations
@@ -194,6 +194,37 @@ def cmd_compact(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_approvals(settings: Settings, args: argparse.Namespace) -> int:
+    """The tool calls a thread with ``permissions: "ask"`` waits on."""
+    data = DaemonClient.find(settings).call("GET", f"/threads/{args.thread}/approvals")
+    lines = [
+        f"{a['id']}  {a['tool']}  {a['argument']}  (denied at {a['deadline']})"
+        for a in data["approvals"]
+    ]
+    _emit(args, data, "\n".join(lines) or "nothing waits for an answer")
+    return 0
+
+
+def cmd_approve(settings: Settings, args: argparse.Namespace) -> int:
+    """Allow (or with ``--deny`` deny) one pending tool call."""
+    body = {
+        "id": args.approval,
+        "decision": "deny" if args.deny else "allow",
+        "reason": args.reason,
+    }
+    data = DaemonClient.find(settings).call("POST", f"/threads/{args.thread}/approvals", body)
+    done = {"allow": "allowed", "deny": "denied"}[data["decision"]]
+    _emit(args, data, f"{done} {data['id']}")
+    return 0
+
+
+def cmd_stop(settings: Settings, args: argparse.Namespace) -> int:
+    """End the thread's running turn (``POST /threads/:id/interrupt``)."""
+    data = DaemonClient.find(settings).call("POST", f"/threads/{args.thread}/interrupt", {})
+    _emit(args, data, f"interrupted {data['thread']}")
+    return 0
+
+
 def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
     with _open(settings, args) as log:
         projection = rebuild(log, args.thread)
@@ -275,6 +306,19 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _operator_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """The commands that answer a running thread: its approvals, and stopping its turn."""
+    listed = command("approvals", "list the tool calls a thread waits to have allowed")
+    listed.add_argument("thread")
+    approve = command("approve", "allow (or --deny) a tool call a thread waits on")
+    approve.add_argument("thread")
+    approve.add_argument("approval", help="the id `condensate approvals THREAD` shows")
+    approve.add_argument("--deny", action="store_true", help="refuse it instead")
+    approve.add_argument("--reason", default="", help="told to the agent")
+    stop = command("stop", "end a thread's running turn")
+    stop.add_argument("thread")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="condensate", description=__doc__)
     parser.add_argument("--version", action="version", version=__version__)
@@ -313,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--keep-from", type=int)
     compact.add_argument("--reason", default="")
     compact.add_argument("--seat")
+    _operator_commands(command)
     view = command("view", "rebuild a thread's view and show the planner's next decision")
     view.add_argument("thread")
     view.add_argument("--window", type=int, default=200_000, help="the model's window")
@@ -350,6 +395,9 @@ COMMANDS = {
     "status": cmd_status,
     "tail": cmd_tail,
     "compact": cmd_compact,
+    "approvals": cmd_approvals,
+    "approve": cmd_approve,
+    "stop": cmd_stop,
     "view": cmd_view,
     "replay": cmd_replay,
 }

@@ -22,9 +22,10 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from condensate import __version__, asks, ceilings
+from condensate import __version__, approvals, asks, ceilings
 from condensate.api import (
     INT64_MAX,
+    ApprovalAnswer,
     CompactAnswer,
     CreateThread,
     Interrupt,
@@ -306,6 +307,19 @@ async def interrupt(request: web.Request) -> web.Response:
     return web.json_response({"interrupted": True, "thread": thread.thread_id})
 
 
+async def get_approvals(request: web.Request) -> web.Response:
+    return web.json_response({"approvals": approvals.pending(_thread(request))})
+
+
+async def post_approval(request: web.Request) -> web.Response:
+    thread = _thread(request)
+    body = ApprovalAnswer.model_validate(await _json(request))
+    stored = await approvals.answer(
+        request.app[RUNTIME], thread, body.id, body.decision, reason=body.reason
+    )
+    return web.json_response({"seq": stored.seq, "id": body.id, "decision": body.decision})
+
+
 def _int(request: web.Request, name: str, default: int) -> int:
     raw = request.query.get(name)
     if raw is None:
@@ -382,6 +396,8 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/threads/{thread_id}", get_thread),
     ("POST", "/threads/{thread_id}/messages", send_message),
     ("POST", "/threads/{thread_id}/interrupt", interrupt),
+    ("GET", "/threads/{thread_id}/approvals", get_approvals),
+    ("POST", "/threads/{thread_id}/approvals", post_approval),
     ("GET", "/threads/{thread_id}/tail", tail),
     ("GET", "/threads/{thread_id}/compact", get_compact),
     ("POST", "/threads/{thread_id}/compact", post_compact),
