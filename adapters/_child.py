@@ -1,11 +1,14 @@
 """What the CLI engines share about their child process: finding the pinned binary, refusing
 another version, starting it with piped stdio and its stderr in a file, and stopping it.
 
-A CLI child dies with the daemon: it is started with the parent-death signal set to SIGKILL
-(``prctl(PR_SET_PDEATHSIG)``), so a daemon killed with SIGKILL (or by the OOM killer) leaves
-no ``claude`` or ``codex`` calling the provider on its own. The kernel sends it when the
-*thread* that forked the child ends; the CLIs are spawned from the event loop's thread,
-which lives as long as the daemon.
+A CLI child dies with the daemon (SIGKILL and the OOM killer included), and so does
+everything it started. Codex is started with its parent-death signal set to SIGKILL
+(``prctl(PR_SET_PDEATHSIG)``), and kills its own commands as it dies. Claude Code runs each
+Bash command in a session of its own, which outlives it: it runs under ``_reaper`` (a
+few-millisecond Python process, a child subreaper with a parent-death signal), which kills the
+CLI and every process it left behind when the daemon dies, when it is stopped, or when the CLI
+exits. The kernel sends the parent-death signal when the *thread* that forked the child ends;
+the CLIs are spawned from the event loop's thread, which lives as long as the daemon.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +40,7 @@ VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 _versions: dict[str, str] = {}
 
+REAPER = Path(__file__).with_name("_reaper.py")
 PR_SET_PDEATHSIG = 1
 _prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
 """Looked up once here: the forked child, before exec, only makes the call."""
@@ -167,13 +172,18 @@ def _die_with(parent: int) -> None:
 
 
 async def spawn(
-    args: list[str], *, cwd: str, state_dir: Path, env: dict[str, str]
+    args: list[str], *, cwd: str, state_dir: Path, env: dict[str, str], reaper: bool = False
 ) -> asyncio.subprocess.Process:
-    """Start a CLI with piped stdin and stdout, killed if the daemon dies; its stderr goes to
-    ``state_dir/stderr.log``."""
+    """Start a CLI with piped stdin and stdout, its stderr in ``state_dir/stderr.log``, dying
+    with the daemon. With ``reaper`` it runs under ``_reaper``, for a CLI whose own children
+    would outlive it (Claude Code): the process returned is then the reaper's, and stopping
+    or killing it ends the CLI and all it started. Without, the CLI is the child itself, with
+    its parent-death signal set (Codex kills its own commands when it dies)."""
     parent = os.getpid()
+    prefix = [sys.executable, "-I", "-S", str(REAPER), str(parent)] if reaper else []
     with (state_dir / "stderr.log").open("ab") as stderr:
         return await asyncio.create_subprocess_exec(
+            *prefix,
             *args,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -181,7 +191,7 @@ async def spawn(
             cwd=cwd,
             env=env,
             limit=LINE_LIMIT,
-            preexec_fn=lambda: _die_with(parent),  # only a prebound libc call runs in it
+            preexec_fn=None if reaper else lambda: _die_with(parent),  # one prebound libc call
         )
 
 

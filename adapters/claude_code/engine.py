@@ -329,6 +329,7 @@ class ClaudeCodeEngine(TurnReader):
             cwd=self.spec.cwd,
             state_dir=self.config_dir,
             env=_cli.environment(self.config_dir, self.env),
+            reaper=True,
         )
         previous = self.session_id or None
         if new_session is not None:

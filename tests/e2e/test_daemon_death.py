@@ -1,6 +1,8 @@
 """The CLI children die with the daemon: a real daemon with a Claude Code thread and a Codex
-thread mid-turn (their replies streaming slowly from the fake model server) is SIGKILLed;
-within a few seconds no process it started is left, and the fake gets no further request."""
+thread mid-turn (their replies streaming slowly from the fake model server), and a Claude Code
+thread running a long Bash command (which Claude Code starts in a session of its own), is
+SIGKILLed; within a few seconds no process it started is left, and the fake gets no further
+request."""
 
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ from pathlib import Path
 import aiohttp
 import anyio
 
-from condensate.testing.fake_model import FakeModelServer, Slow, Text
+from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
 from tests.e2e.conftest import CLAUDE, CODEX
 from tests.integration.daemon import DaemonProcess, call
 
 CLAUDE_MODEL = "claude-sonnet-4-5"
 CODEX_MODEL = "gpt-5.5"
+MARKER = "time.sleep(91.25)"
 
 
 def parent_of(pid: int) -> int | None:
@@ -71,7 +74,8 @@ async def test_a_sigkilled_daemon_leaves_no_cli_running(tmp_path, fake, workdir)
     (checked by parent chain in /proc) within 5 s, and the fake model server receives no
     request afterwards (a surviving CLI would retry its broken stream)."""
     slow = Slow(Text("never finished"), chunk_delay=0.5, chunks=120)
-    fake.queue(slow, slow, model=CLAUDE_MODEL)
+    long_command = ToolCalls([Call("Bash", {"command": f'python3 -c "import time; {MARKER}"'})])
+    fake.queue(long_command, slow, slow, model=CLAUDE_MODEL)
     fake.queue(slow, slow, model=CODEX_MODEL)
     daemon = DaemonProcess(
         tmp_path / "home",
@@ -90,6 +94,7 @@ async def test_a_sigkilled_daemon_leaves_no_cli_running(tmp_path, fake, workdir)
         async with aiohttp.ClientSession() as session:
             for engine, model in (
                 ("claude", f"anthropic:{CLAUDE_MODEL}"),
+                ("claude", f"anthropic:{CLAUDE_MODEL}"),
                 ("codex", f"openai:{CODEX_MODEL}"),
             ):
                 status, created = await call(
@@ -100,13 +105,17 @@ async def test_a_sigkilled_daemon_leaves_no_cli_running(tmp_path, fake, workdir)
                     {"engine": engine, "model": model, "cwd": str(workdir), "brief": "go slowly"},
                 )
                 assert status == 201, created
-        with anyio.fail_after(60):
-            while {r.model for r in fake.requests} < {CLAUDE_MODEL, CODEX_MODEL}:  # noqa: ASYNC110
-                await anyio.sleep(0.1)
         assert daemon.process is not None
+        with anyio.fail_after(60):
+            while not (  # noqa: ASYNC110 - procfs and the fake's log have no event
+                generations(fake) >= 3
+                and any(MARKER in cmd for cmd in descendants(daemon.process.pid).values())
+            ):
+                await anyio.sleep(0.1)
         started = descendants(daemon.process.pid)
         assert any("claude" in cmd for cmd in started.values()), started
         assert any("codex" in cmd for cmd in started.values()), started
+        assert any(MARKER in cmd for cmd in started.values()), started
         os.kill(daemon.process.pid, signal.SIGKILL)
         daemon.process.wait(timeout=10)
         deadline = time.monotonic() + 5

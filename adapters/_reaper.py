@@ -1,0 +1,117 @@
+"""``python -I -S _reaper.py PARENT_PID COMMAND...``: runs a CLI so that nothing it starts
+outlives the daemon.
+
+A CLI's own children escape its process group: Claude Code runs each Bash command in a new
+session, so when the CLI dies (by its parent-death signal, or a kill), the command lives on
+under init. This small process sits between the daemon and the CLI as a child subreaper
+(``PR_SET_CHILD_SUBREAPER``): whatever the CLI leaves behind is re-parented to it, not to
+init, and it kills all of it when the CLI exits, when it is told to stop (SIGTERM, SIGINT,
+SIGHUP) or when the daemon dies (its parent-death signal). The CLI's stdio is the reaper's,
+inherited: the daemon talks to the CLI directly. It exits with the CLI's exit status.
+
+Run as a file, not a module, with ``-I -S``: it imports nothing of Condensate, so it starts in
+a few milliseconds. Linux only (prctl, /proc).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+KILL_SECONDS = 10.0
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def children(parent: int) -> list[int]:
+    """The processes whose parent is ``parent``, zombies included."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        # A zombie counts until it is reaped: a many-threaded CLI's leader is a zombie while
+        # its other threads still exit, and its children come to us only after they have.
+        if int(fields[1]) == parent:
+            found.append(int(name))
+    return found
+
+
+def reap() -> None:
+    """Collect every child that has exited, without waiting."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_all() -> None:
+    """SIGKILL every descendant: a killed child's children are re-parented to us (we are a
+    subreaper) once it has fully exited, which takes a many-threaded CLI a while, so repeat
+    until none is left (for at most ``KILL_SECONDS``)."""
+    me = os.getpid()
+    deadline = time.monotonic() + KILL_SECONDS
+    while time.monotonic() < deadline:
+        reap()
+        left = children(me)
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+        time.sleep(0.02)
+
+
+def main(argv: list[str]) -> int:
+    parent, command = int(argv[1]), argv[2:]
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # the daemon died before the signal was armed
+        return 1
+
+    def stop(number: int, frame: object) -> None:
+        # The parent-death signal comes again as each of the daemon's threads exits: the
+        # first one does the work.
+        for other in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(other, signal.SIG_IGN)
+        kill_all()
+        os._exit(128 + number)
+
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, stop)
+    cli = os.fork()
+    if cli == 0:
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_DFL)
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # dies with the reaper
+        try:
+            os.execvp(command[0], command)  # noqa: S606 - the engine's own CLI command line
+        except OSError as exc:
+            sys.stderr.write(f"cannot run {command[0]}: {exc}\n")
+            os._exit(127)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 1
+        if pid == cli:
+            kill_all()  # what the CLI left running
+            code = os.waitstatus_to_exitcode(status)
+            return code if code >= 0 else 128 - code  # killed by a signal: 128 + its number
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
