@@ -136,7 +136,8 @@ def _toml(value: Any) -> str:
 
 def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_server: bool) -> str:
     """The thread's ``config.toml``: the daemon's OpenAI endpoint as the provider, the model,
-    no approvals, the sandbox from the permissions, no plugin sync or analytics, the catalog
+    approvals off (an ``ask`` thread's policy is set per Codex thread), the sandbox from the
+    permissions and nothing writable outside cwd, no plugin sync or analytics, the catalog
     that keeps Codex's compaction out of reach, and Condensate's MCP server for a head."""
     lines = [
         f"model = {_toml(model_slug(spec))}",
