@@ -164,6 +164,10 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
         "exclude_slash_tmp = true",
         "exclude_tmpdir_env_var = true",
         "",
+        # The commands Codex runs do not see the provider's key.
+        "[shell_environment_policy]",
+        f"exclude = {_toml([KEY_VARIABLE])}",
+        "",
         "[analytics]",
         "enabled = false",
         "",

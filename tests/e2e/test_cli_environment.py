@@ -11,7 +11,7 @@ import pytest
 
 from condensate.engine import ThreadSpec
 from condensate.events import Engine
-from condensate.testing.fake_model import FakeModelServer, Text
+from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.integration.test_runtime import running
 
 FOREIGN = {
@@ -66,3 +66,24 @@ async def test_a_cli_child_holds_only_its_own_providers_credential(
     assert not [v for v in child.values() if v.startswith("leaked-")]
     keys = {k for k in child if k.endswith("_API_KEY")}
     assert keys == {own}
+
+
+async def test_the_commands_codex_runs_do_not_see_its_providers_key(
+    tmp_path: Path, fake: FakeModelServer, workdir: Path
+) -> None:
+    """A command Codex runs (``env``) sees no CODEX_PROVIDER_API_KEY: the config excludes it
+    from the commands' environment."""
+    fake.queue(
+        ToolCalls([Call("exec_command", {"cmd": "env"}, id="env")]), Text("done"), model="gpt-5.5"
+    )
+    async with running(tmp_path / "home", fake=fake) as runtime:
+        thread = await runtime.create(
+            ThreadSpec(engine="codex", model="openai:gpt-5.5", cwd=str(workdir), brief="b")
+        )
+        with anyio.fail_after(60):
+            await thread.turn_done.wait()
+        results = [
+            s.event for s in runtime.log.replay(thread.thread_id) if s.event.kind == "tool.result"
+        ]
+    assert "CODEX_HOME=" in results[0].output  # the command's environment was printed
+    assert "CODEX_PROVIDER_API_KEY" not in results[0].output
