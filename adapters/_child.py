@@ -171,6 +171,12 @@ def _die_with(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def reaped(args: list[str]) -> list[str]:
+    """``args`` run under ``_reaper``: the command and everything it starts die with the
+    daemon, and what it leaves running is killed when it exits."""
+    return [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *args]
+
+
 async def spawn(
     args: list[str], *, cwd: str, state_dir: Path, env: dict[str, str], reaper: bool = False
 ) -> asyncio.subprocess.Process:
@@ -180,11 +186,9 @@ async def spawn(
     or killing it ends the CLI and all it started. Without, the CLI is the child itself, with
     its parent-death signal set (Codex kills its own commands when it dies)."""
     parent = os.getpid()
-    prefix = [sys.executable, "-I", "-S", str(REAPER), str(parent)] if reaper else []
     with (state_dir / "stderr.log").open("ab") as stderr:
         return await asyncio.create_subprocess_exec(
-            *prefix,
-            *args,
+            *(reaped(args) if reaper else args),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,

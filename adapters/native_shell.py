@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from adapters._child import reaped
 from adapters.native_output import HeadTail
 from adapters.tool_contract import (
     SHELL_PARAMETERS,
@@ -70,7 +71,8 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         return failed("shell: command is empty.", argument)
     try:
         process = await anyio.open_process(
-            ["/bin/bash", "-lc", UNSET_SECRETS + command],
+            # Under the reaper: a SIGKILLed daemon leaves no command of the model's running.
+            reaped(["/bin/bash", "-lc", UNSET_SECRETS + command]),
             cwd=ctx.cwd,
             env=shell_environment(os.environ),
             stdin=subprocess.DEVNULL,

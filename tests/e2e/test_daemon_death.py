@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import aiohttp
 import anyio
@@ -18,51 +17,11 @@ import anyio
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
 from tests.e2e.conftest import CLAUDE, CODEX
 from tests.integration.daemon import DaemonProcess, call
+from tests.integration.procs import alive, descendants
 
 CLAUDE_MODEL = "claude-sonnet-4-5"
 CODEX_MODEL = "gpt-5.5"
 MARKER = "time.sleep(91.25)"
-
-
-def parent_of(pid: int) -> int | None:
-    """The parent pid of a live process; None when it is gone or a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[1])
-
-
-def descendants(root: int) -> dict[int, str]:
-    """Every live process under ``root`` (by parent chain), with its command line."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            parent = parent_of(int(entry.name))
-            if parent is not None:
-                children.setdefault(parent, []).append(int(entry.name))
-    found: dict[int, str] = {}
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            try:
-                found[child] = (
-                    Path(f"/proc/{child}/cmdline")
-                    .read_bytes()
-                    .replace(b"\0", b" ")[:200]
-                    .decode(errors="replace")
-                )
-            except OSError:
-                continue
-            stack.append(child)
-    return found
-
-
-def alive(pids: dict[int, str]) -> dict[int, str]:
-    return {pid: cmd for pid, cmd in pids.items() if parent_of(pid) is not None}
 
 
 def generations(fake: FakeModelServer) -> int:

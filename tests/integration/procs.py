@@ -1,0 +1,47 @@
+"""Processes by parent chain, read from /proc: what a daemon started and what is still alive
+after it died."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent pid of a live process; None when it is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[1])
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Every live process under ``root`` (by parent chain), with its command line."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = parent_of(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found: dict[int, str] = {}
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            try:
+                found[child] = (
+                    Path(f"/proc/{child}/cmdline")
+                    .read_bytes()
+                    .replace(b"\0", b" ")[:200]
+                    .decode(errors="replace")
+                )
+            except OSError:
+                continue
+            stack.append(child)
+    return found
+
+
+def alive(pids: dict[int, str]) -> dict[int, str]:
+    return {pid: cmd for pid, cmd in pids.items() if parent_of(pid) is not None}
