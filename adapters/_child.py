@@ -186,7 +186,8 @@ async def spawn(
     or killing it ends the CLI and all it started. Without, the CLI is the child itself, with
     its parent-death signal set (Codex kills its own commands when it dies)."""
     parent = os.getpid()
-    with (state_dir / "stderr.log").open("ab") as stderr:
+    log = os.open(state_dir / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(log, "ab") as stderr:
         return await asyncio.create_subprocess_exec(
             *(reaped(args) if reaper else args),
             stdin=asyncio.subprocess.PIPE,

@@ -203,8 +203,11 @@ class Runtime:
 
     # -- threads and turns --------------------------------------------------------------------
 
-    async def create(self, spec: ThreadSpec, thread_id: str | None = None) -> Thread:
-        """Start a thread: its identity, its brief, and its first turn."""
+    async def create(
+        self, spec: ThreadSpec, thread_id: str | None = None, window: ModelWindow | None = None
+    ) -> Thread:
+        """Start a thread: its identity, its brief, and its first turn. ``window`` is the
+        model's, when the caller has resolved it already."""
         if spec.engine not in self.engines:
             known = ", ".join(sorted(self.engines))
             raise Refused(
@@ -212,7 +215,8 @@ class Runtime:
             )
         thread_id = thread_id or f"t-{uuid.uuid4().hex[:12]}"
         engine = self.engines[spec.engine](spec, self.engine_env(thread_id))
-        thread = Thread(thread_id, spec, Projection(), await self.window_for(spec.model), engine)
+        window = window or await self.window_for(spec.model)
+        thread = Thread(thread_id, spec, Projection(), window, engine)
         thread.seats["main"] = ""
         self.threads[thread_id] = thread
         created = ThreadCreated(

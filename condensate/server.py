@@ -271,7 +271,7 @@ async def create_thread(request: web.Request) -> web.Response:
         permissions=body.permissions,
         head=body.head,
     )
-    thread = await runtime.create(spec)
+    thread = await runtime.create(spec, window=window)
     return web.json_response(thread_json(runtime, thread), status=201)
 
 

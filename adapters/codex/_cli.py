@@ -228,7 +228,7 @@ def prepare_home(binary: str, spec: ThreadSpec, env: EngineEnv, codex_home: Path
         catalog = codex_home / "condensate-models.json"
         if not catalog.exists():
             entries = out_of_reach_catalog(bundled_catalog(binary, codex_home), model_slug(spec))
-            catalog.write_text(json.dumps(entries))
+            _child.write_private(catalog, json.dumps(entries))
     mcp_server = spec.head and bool(env.daemon_url)
     text = config_toml(spec, env, catalog=catalog, mcp_server=mcp_server)
     _child.write_private(codex_home / "config.toml", text)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters import _child
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import REPO, DaemonProcess
 
@@ -139,3 +140,14 @@ def test_the_lock_dies_with_its_daemon(serving: DaemonProcess) -> None:
     serving.start()
     assert serving.process is not None
     assert serving.process.poll() is None
+
+
+async def test_a_cli_childs_stderr_log_is_created_0600(tmp_path: Path) -> None:
+    """The stderr log a CLI engine keeps for its child is private from its first byte."""
+    process = await _child.spawn(
+        ["/bin/sh", "-c", "echo oops >&2"], cwd=str(tmp_path), state_dir=tmp_path, env={}
+    )
+    await process.wait()
+    log = tmp_path / "stderr.log"
+    assert log.read_text() == "oops\n"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
