@@ -6,6 +6,8 @@ This is the one module in ``condensate`` that imports ``adapters``.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
 import secrets
@@ -38,6 +40,7 @@ log = structlog.get_logger()
 
 TOKEN_FILE = "token"  # noqa: S105 - a file name, not a secret
 DAEMON_FILE = statedir.DAEMON_FILE
+PR_SET_DUMPABLE = 4
 
 
 def engine_checks(settings: Settings) -> dict[str, str]:
@@ -174,8 +177,21 @@ def _loopback_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+def keep_environment_private() -> None:
+    """Make the daemon's process not dumpable: its ``/proc/<pid>/environ`` (provider keys, the
+    token's neighbours) becomes unreadable to other processes of the same non-root user, the
+    commands its agents run among them. Children are dumpable again after exec. Linux only;
+    elsewhere, and if the call fails, nothing changes."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        log.info("environment_not_hidden", reason="prctl unavailable")
+
+
 async def serve(settings: Settings) -> None:
     """``condensate serve``: run until SIGTERM or SIGINT."""
+    keep_environment_private()
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with running(settings):
             async for received in signals:
