@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -183,7 +184,7 @@ class Soak:
         self.checks.record(
             "no_orphan_child",
             [
-                f"pid {p.pid} `{p.command[:120]}` alive {ORPHAN_GRACE} s after the kill"
+                f"pid {p.pid} `{p.command[:120]}` ({what(p)}) alive {ORPHAN_GRACE} s after the kill"
                 for p in left
             ],
             context,
@@ -197,9 +198,7 @@ class Soak:
             else [],
             context,
         )
-        for proc in left:  # started by the daemon this soak started: ours to end
-            if checks.alive(proc):
-                os.kill(proc.pid, signal.SIGKILL)
+        await end(left)
         problems, _ = checks.replay_problems(d.database)
         for thread, found in sorted(problems.items()):
             self.checks.record("snapshot_equals_replay", found, f"{context}, thread {thread}")
@@ -246,6 +245,25 @@ class Soak:
             if not wait or not open_acks:
                 return
             await asyncio.gather(*(d.read_new(t, wait=1) for t in {a.thread for a in open_acks}))
+
+
+def what(proc: checks.Proc) -> str:
+    return "a CLI" if checks.is_cli(proc.command) else "started by a CLI"
+
+
+async def end(procs: list[checks.Proc]) -> None:
+    """End what the daemon this soak started left behind: SIGTERM first, so that a login
+    shell's EXIT trap runs (a SIGKILLed ``pyenv rehash`` leaves its lock behind, and every
+    later login shell then waits 60 s for it), SIGKILL what is left after two seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for proc in procs:
+            if checks.alive(proc):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, sig)
+        for _ in range(20):
+            if not any(checks.alive(p) for p in procs):
+                return
+            await asyncio.sleep(0.1)
 
 
 async def soak(kills: int, seed: int, work: Path) -> dict[str, Any]:
