@@ -252,12 +252,12 @@ def what(proc: checks.Proc) -> str:
 
 
 async def end(procs: list[checks.Proc]) -> None:
-    """End what the daemon this soak started left behind: SIGTERM first, so that a login
-    shell's EXIT trap runs (a SIGKILLed ``pyenv rehash`` leaves its lock behind, and every
-    later login shell then waits 60 s for it), SIGKILL what is left after two seconds."""
+    """End what the daemon this soak started left behind: SIGTERM, and SIGKILL after two
+    seconds for the CLIs alone. A shell is left to its trap: a SIGKILLed ``pyenv rehash``
+    leaves its lock behind, and every later login shell then waits 60 s for it."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for proc in procs:
-            if checks.alive(proc):
+            if checks.alive(proc) and (sig == signal.SIGTERM or checks.is_cli(proc.command)):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, sig)
         for _ in range(20):
