@@ -1,29 +1,37 @@
-"""Shared fixtures: every test starts with no CONDENSATE_* variables set, and the whole run
-has a HOME of its own."""
+"""Shared fixtures: every test starts with no CONDENSATE_* variables set, and with no stale
+pyenv lock left by an earlier test."""
 
 from __future__ import annotations
 
 import os
-import shlex
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-
-def _own_home() -> None:
-    """Point HOME at a directory whose login profile only keeps this run's PATH. Every shell
-    the tests start is a login shell (the native tool, Claude Code's Bash, Codex's commands),
-    and a developer's profile is no part of what they test: on this project's machines root's
-    runs `pyenv rehash`, whose lock, left behind by a shell killed mid-profile (as interrupt
-    and crash tests do), stalls every later shell for 60 s."""
-    home = Path(tempfile.mkdtemp(prefix="condensate-tests-home-"))
-    (home / ".profile").write_text(f"export PATH={shlex.quote(os.environ.get('PATH', ''))}\n")
-    os.environ["HOME"] = str(home)
+PYENV_LOCK = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "shims" / ".pyenv-shim"
 
 
-_own_home()
+def _rehash_running() -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"pyenv-rehash" in (entry / "cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+@pytest.fixture(autouse=True)
+def no_stale_pyenv_lock() -> None:
+    """Remove pyenv's rehash lock when no rehash holds it. Every shell the tests start is a
+    login shell (the native tool, Claude Code's Bash, Codex's commands); on this project's
+    machines root's profile runs `pyenv rehash`, and a shell killed mid-profile (as interrupt,
+    timeout and crash tests kill them) leaves its lock behind, which stalls every later login
+    shell for 60 s. A lock no process holds is stale by pyenv's own rule."""
+    if PYENV_LOCK.exists() and not _rehash_running():
+        PYENV_LOCK.unlink(missing_ok=True)
 
 
 @pytest.fixture(autouse=True)

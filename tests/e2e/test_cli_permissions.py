@@ -108,6 +108,18 @@ async def test_a_read_only_claude_thread_reads_but_cannot_write(tmp_path, fake, 
     assert not (workdir / "new.txt").exists()
 
 
+def told(fake: FakeModelServer, call_id: str) -> str:
+    """What Codex sent the model as the output of ``call_id``. Read from the request, not the
+    log: Codex 0.171.0 sometimes reports a command its sandbox failed with no item at all (a
+    gap in the log, known; the model is told either way)."""
+    for request in fake.requests:
+        for item in request.body.get("input", []):
+            if item.get("type") == "function_call_output" and item.get("call_id") == call_id:
+                return str(item.get("output"))
+    msg = f"No output of {call_id} reached the model."
+    raise AssertionError(msg)
+
+
 def shell(command: str, call_id: str) -> ToolCalls:
     return ToolCalls([Call("exec_command", {"cmd": command}, id=call_id)])
 
@@ -123,8 +135,8 @@ async def test_a_read_only_codex_thread_runs_in_codexs_read_only_sandbox(tmp_pat
         brief="b",
         permissions="read-only",
     )
-    events = await run_thread(tmp_path, fake, spec)
-    assert results(events)["t"].is_error
+    await run_thread(tmp_path, fake, spec)
+    assert "Read-only file system" in told(fake, "t")
     assert not (workdir / "made.txt").exists()
     first = next(r for r in fake.requests if r.model == CODEX)
     metadata = json.loads(first.headers["x-codex-turn-metadata"])
@@ -155,5 +167,5 @@ async def test_a_workspace_codex_thread_writes_inside_cwd_only(tmp_path, fake, w
     assert json.loads(first.headers["x-codex-turn-metadata"])["sandbox_mode"] == "workspace-write"
     assert (workdir / "in.txt").exists()
     assert not got["in"].is_error
-    assert got["out"].is_error
+    assert "exited with code 1" in told(fake, "out")
     assert list(outside.iterdir()) == []
