@@ -24,6 +24,7 @@ import time
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 KILL_SECONDS = 10.0
+TERM_SECONDS = 0.3
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -57,21 +58,29 @@ def reap() -> None:
 
 
 def kill_all() -> None:
-    """SIGKILL every descendant: a killed child's children are re-parented to us (we are a
-    subreaper) once it has fully exited, which takes a many-threaded CLI a while, so repeat
-    until none is left (for at most ``KILL_SECONDS``)."""
+    """End every descendant: SIGTERM first, so that a program holding a lock (a login
+    profile's `pyenv rehash`, whose lock left behind stalls every later login shell) runs its
+    exit trap, then SIGKILL after ``TERM_SECONDS``. A killed child's children are re-parented
+    to us (we are a subreaper) once it has fully exited, which takes a many-threaded CLI a
+    while, so repeat until none is left (for at most ``KILL_SECONDS``)."""
     me = os.getpid()
     deadline = time.monotonic() + KILL_SECONDS
+    termed: set[int] = set()
+    term_until = time.monotonic() + TERM_SECONDS
     while time.monotonic() < deadline:
         reap()
         left = children(me)
         if not left:
             return
+        gentle = time.monotonic() < term_until
         for pid in left:
+            if gentle and pid in termed:
+                continue
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGTERM if gentle else signal.SIGKILL)
             except ProcessLookupError:
                 continue
+            termed.add(pid)
         time.sleep(0.02)
 
 

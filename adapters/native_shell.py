@@ -58,6 +58,7 @@ UNSET_SECRETS = (
 """Put before the command on its first line, so bash's line numbers stay the command's."""
 _NO_OUTPUT = "(no output)\n"
 _DRAIN_GRACE = 2.0  # seconds to collect output once the command and its group are gone
+_TERM_GRACE = 0.5  # seconds between the SIGTERM and the SIGKILL that ends a command's group
 
 
 async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
@@ -86,9 +87,9 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     try:
         timed_out = await _supervise(process, kept, ctx.shell_timeout)
     finally:
-        if process.returncode is None:  # cancelled from outside: leave nothing running
-            _kill_group(process.pid)
         with anyio.CancelScope(shield=True):
+            if process.returncode is None:  # cancelled from outside: leave nothing running
+                await _end_group(process)
             await process.aclose()
     output = kept.text()
     if output and not output.endswith("\n"):
@@ -139,13 +140,24 @@ async def _supervise(process: anyio.abc.Process, kept: HeadTail, limit: float) -
         group.start_soon(drain)
         with anyio.move_on_after(limit) as deadline:
             await process.wait()
-        _kill_group(process.pid)
+        await _end_group(process)
         with anyio.move_on_after(_DRAIN_GRACE):
             await drained.wait()
         group.cancel_scope.cancel()
     return deadline.cancelled_caught
 
 
-def _kill_group(pgid: int) -> None:
+async def _end_group(process: anyio.abc.Process) -> None:
+    """End the command's whole process group: SIGTERM first, so that a program holding a lock
+    (a login profile's `pyenv rehash`) runs its exit trap and lets go of it, then SIGKILL for
+    whatever is left after a short grace."""
+    _signal_group(process.pid, signal.SIGTERM)
+    if process.returncode is None:
+        with anyio.move_on_after(_TERM_GRACE):
+            await process.wait()
+    _signal_group(process.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, number: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, number)

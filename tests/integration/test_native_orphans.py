@@ -52,3 +52,41 @@ async def test_a_sigkilled_daemon_leaves_no_shell_command_running(
     finally:
         daemon.kill()
     assert alive(started) == {}
+
+
+async def test_a_killed_daemons_commands_get_to_run_their_exit_traps(
+    tmp_path: Path, fake: FakeModelServer
+) -> None:
+    """Commands are ended with SIGTERM before SIGKILL, so one holding a lock (as a login
+    profile's `pyenv rehash` does) removes it: a lock left behind would stall every later
+    shell."""
+    lock = tmp_path / "held.lock"
+    script = f"trap 'rm -f {lock}' EXIT; touch {lock}; {MARKER}"
+    fake.queue(ToolCalls([Call("shell", {"command": f'bash -c "{script}"'})]))
+    daemon = DaemonProcess(tmp_path / "home", fake.url)
+    daemon.home.mkdir()
+    daemon.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            status, body = await call(
+                session,
+                daemon,
+                "POST",
+                "/threads",
+                {"model": "anthropic:claude-sonnet-4-5", "cwd": str(tmp_path), "brief": "hold"},
+            )
+            assert status == 201, body
+        assert daemon.process is not None
+        with anyio.fail_after(30):
+            while not lock.exists():  # noqa: ASYNC110 - the file system has no event
+                await anyio.sleep(0.05)
+        started = descendants(daemon.process.pid)
+        os.kill(daemon.process.pid, signal.SIGKILL)
+        daemon.process.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while alive(started) and time.monotonic() < deadline:  # noqa: ASYNC110 - procfs
+            await anyio.sleep(0.05)
+    finally:
+        daemon.kill()
+    assert alive(started) == {}
+    assert not lock.exists()
