@@ -2,12 +2,12 @@
 another version, starting it with piped stdio and its stderr in a file, and stopping it.
 
 A CLI child dies with the daemon (SIGKILL and the OOM killer included), and so does
-everything it started. Codex is started with its parent-death signal set to SIGKILL
-(``prctl(PR_SET_PDEATHSIG)``), and kills its own commands as it dies. Claude Code runs each
-Bash command in a session of its own, which outlives it: it runs under ``_reaper`` (a
-few-millisecond Python process, a child subreaper with a parent-death signal), which kills the
-CLI and every process it left behind when the daemon dies, when it is stopped, or when the CLI
-exits. The kernel sends the parent-death signal when the *thread* that forked the child ends;
+everything it started. Both CLIs leave processes behind that outlive them (Claude Code runs
+each Bash command in a session of its own; Codex's shell snapshot and its commands' login
+profiles live on), so both run under ``_reaper`` (a few-millisecond Python process, a child
+subreaper with a parent-death signal), which ends the CLI and every process it left behind
+when the daemon dies, when it is stopped, or when the CLI exits. Without the reaper a child
+gets its parent-death signal set to SIGKILL (``prctl(PR_SET_PDEATHSIG)``). The kernel sends the parent-death signal when the *thread* that forked the child ends;
 the CLIs are spawned from the event loop's thread, which lives as long as the daemon.
 """
 

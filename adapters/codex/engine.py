@@ -266,6 +266,7 @@ class CodexEngine(TurnReader):
             cwd=self.spec.cwd,
             state_dir=self.codex_home,
             env=_cli.environment(self.codex_home, self.env),
+            reaper=True,
         )
         server = AppServer(process)
         try:
