@@ -7,8 +7,9 @@ each Bash command in a session of its own; Codex's shell snapshot and its comman
 profiles live on), so both run under ``_reaper`` (a few-millisecond Python process, a child
 subreaper with a parent-death signal), which ends the CLI and every process it left behind
 when the daemon dies, when it is stopped, or when the CLI exits. Without the reaper a child
-gets its parent-death signal set to SIGKILL (``prctl(PR_SET_PDEATHSIG)``). The kernel sends the parent-death signal when the *thread* that forked the child ends;
-the CLIs are spawned from the event loop's thread, which lives as long as the daemon.
+gets its parent-death signal set to SIGKILL (``prctl(PR_SET_PDEATHSIG)``). The kernel sends
+the parent-death signal when the *thread* that forked the child ends; the CLIs are spawned
+from the event loop's thread, which lives as long as the daemon.
 """
 
 from __future__ import annotations
