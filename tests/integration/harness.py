@@ -1,10 +1,10 @@
-"""A runtime in process for tests: a real SQLite log under ``home``, the real engines, the
-fake model server over HTTP, and the runtime's task group; optionally recovered from what a
-previous daemon left in ``home``."""
+"""A runtime in process for tests: a real SQLite log under ``home``, the real engines (or the
+given ones), the fake model server over HTTP for every provider, and the runtime's task
+group; optionally recovered from what a previous daemon left in ``home``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -13,6 +13,7 @@ import anyio
 
 from adapters import ENGINES
 from condensate.curator import Curator
+from condensate.engine import EngineFactory
 from condensate.meter import ModelWindow
 from condensate.providers import ModelClient, make_client
 from condensate.recovery import recover
@@ -21,26 +22,41 @@ from condensate.settings import Settings
 from condensate.store import EventLog
 from condensate.testing.fake_model import FakeModelServer
 
+ClientWrap = Callable[[ModelClient], ModelClient]
+
 
 @asynccontextmanager
 async def runtime_on(
-    home: Path, fake: FakeModelServer, *, recovered: bool = False
+    home: Path,
+    fake: FakeModelServer,
+    *,
+    recovered: bool = False,
+    engines: Mapping[str, EngineFactory] = ENGINES,
+    wrap: ClientWrap | None = None,
 ) -> AsyncIterator[Runtime]:
     """A context manager, not a fixture: a task group must be left in the task that entered
-    it."""
+    it. ``wrap`` may rewrite what each model client returns."""
     async with aiohttp.ClientSession() as session:
-        settings = Settings(home=home, anthropic_base_url=fake.url, anthropic_api_key="k")
+        settings = Settings(
+            home=home,
+            anthropic_base_url=fake.url,
+            anthropic_api_key="k",
+            openai_base_url=fake.url + "/v1",
+            openai_api_key="k",
+            chat_base_url=fake.url + "/v1",
+        )
         providers = settings.providers()
 
         def client_for(model: str) -> ModelClient:
-            return make_client(model, providers, session)
+            client = make_client(model, providers, session)
+            return client if wrap is None else wrap(client)
 
         async def window_for(model: str) -> ModelWindow:
             return ModelWindow(200_000, resolved=True)
 
         with EventLog.open(settings.db_path) as log:
             curator = Curator(settings.curator(), client_for)
-            runtime = Runtime(settings, log, ENGINES, curator, client_for, window_for)
+            runtime = Runtime(settings, log, engines, curator, client_for, window_for)
             async with anyio.create_task_group() as tasks:
                 runtime.bind(tasks)
                 if recovered:

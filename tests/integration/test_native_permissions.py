@@ -4,31 +4,25 @@ runtime against the fake model server, and the shell's environment kept free of 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import anyio
 import pytest
 
-from adapters import ENGINES
 from adapters.native import NativeEngine, tool_specs
 from adapters.native_shell import PROVIDER_KEYS, is_secret, shell_environment
 from adapters.native_tools import NATIVE_PERMISSIONS, run_tool
 from adapters.tool_contract import ToolContext
-from condensate.curator import Curator
 from condensate.engine import ThreadSpec
 from condensate.errors import Refused
 from condensate.events import ChildSpawned, Event, ToolResult, TurnEnded
-from condensate.meter import ModelWindow
-from condensate.providers import ModelClient, make_client
 from condensate.runtime import Runtime
-from condensate.settings import Settings
-from condensate.store import EventLog
 from condensate.testing.fake_model import Call, Cut, FakeModelServer, Text, ToolCalls
 from tests.integration.daemon import call, running_daemon
+from tests.integration.harness import ClientWrap, runtime_on
 
 MODEL = "anthropic:claude-sonnet-4-5"
 
@@ -216,43 +210,12 @@ def test_an_unknown_permissions_value_is_refused_naming_the_set() -> None:
 
 # --- the loop, in a real runtime against the fake model --------------------------------------
 
-ClientWrap = Callable[[ModelClient], ModelClient]
 
-
-@asynccontextmanager
-async def running(
+def running(
     tmp_path: Path, fake: FakeModelServer, wrap: ClientWrap | None = None
-) -> AsyncIterator[Runtime]:
+) -> AbstractAsyncContextManager[Runtime]:
     """A runtime on a real log and the fake; ``wrap`` may rewrite what the client returns."""
-    async with aiohttp.ClientSession() as session:
-        settings = Settings(
-            home=tmp_path / "home",
-            anthropic_base_url=fake.url,
-            anthropic_api_key="k",
-            chat_base_url=f"{fake.url}/v1",
-        )
-        providers = settings.providers()
-
-        def client_for(model: str) -> ModelClient:
-            client = make_client(model, providers, session)
-            return client if wrap is None else wrap(client)
-
-        async def window_for(model: str) -> ModelWindow:
-            return ModelWindow(200_000, resolved=True)
-
-        with EventLog.open(settings.db_path) as log:
-            runtime = Runtime(
-                settings,
-                log,
-                ENGINES,
-                Curator(settings.curator(), client_for),
-                client_for,
-                window_for,
-            )
-            async with anyio.create_task_group() as tasks:
-                runtime.bind(tasks)
-                yield runtime
-                tasks.cancel_scope.cancel()
+    return runtime_on(tmp_path / "home", fake, wrap=wrap)
 
 
 @pytest.fixture

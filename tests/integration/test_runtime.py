@@ -7,22 +7,17 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import aiohttp
 import anyio
 import pytest
 
 from adapters import ENGINES
 from condensate import asks
-from condensate.curator import Curator
 from condensate.engine import EngineFactory, ThreadSpec
 from condensate.errors import Refused
 from condensate.events import UserMessage, now_utc
-from condensate.meter import ModelWindow
-from condensate.providers import ModelClient, make_client
 from condensate.runtime import Runtime, Thread
-from condensate.settings import Settings
-from condensate.store import EventLog
 from condensate.testing.fake_model import FakeModelServer, Text
+from tests.integration.harness import runtime_on
 
 
 @asynccontextmanager
@@ -31,41 +26,14 @@ async def running(
     engines: Mapping[str, EngineFactory] = ENGINES,
     fake: FakeModelServer | None = None,
 ) -> AsyncIterator[Runtime]:
-    """A runtime with its task group; a context manager, not a fixture, because a task group
-    must be left in the task that entered it. ``fake`` is a server the caller runs and
-    scripts; by default one of its own answers "done"."""
-    async with FakeModelServer() as own, aiohttp.ClientSession() as session:
+    """A runtime with its task group (``harness.runtime_on``). ``fake`` is a server the caller
+    runs and scripts; by default one of its own answers "done"."""
+    async with FakeModelServer() as own:
         if fake is None:
             fake = own
             fake.queue(Text("done"))
-        settings = Settings(
-            home=tmp_path,
-            anthropic_base_url=fake.url,
-            anthropic_api_key="k",
-            openai_base_url=fake.url + "/v1",
-            openai_api_key="k",
-        )
-        providers = settings.providers()
-
-        def client_for(model: str) -> ModelClient:
-            return make_client(model, providers, session)
-
-        async def window_for(model: str) -> ModelWindow:
-            return ModelWindow(200_000, resolved=True)
-
-        with EventLog.open(settings.db_path) as log:
-            runtime = Runtime(
-                settings,
-                log,
-                engines,
-                Curator(settings.curator(), client_for),
-                client_for,
-                window_for,
-            )
-            async with anyio.create_task_group() as tasks:
-                runtime.bind(tasks)
-                yield runtime
-                tasks.cancel_scope.cancel()
+        async with runtime_on(tmp_path, fake, engines=engines) as runtime:
+            yield runtime
 
 
 async def idle_thread(runtime: Runtime, tmp_path: Path) -> Thread:
