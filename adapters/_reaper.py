@@ -58,29 +58,33 @@ def reap() -> None:
 
 
 def kill_all() -> None:
-    """End every descendant: SIGTERM first, so that a program holding a lock (a login
-    profile's `pyenv rehash`, whose lock left behind stalls every later login shell) runs its
-    exit trap, then SIGKILL after ``TERM_SECONDS``. A killed child's children are re-parented
-    to us (we are a subreaper) once it has fully exited, which takes a many-threaded CLI a
-    while, so repeat until none is left (for at most ``KILL_SECONDS``)."""
+    """End every descendant: each gets SIGTERM when first seen, so that a program holding a
+    lock (a login profile's `pyenv rehash`, whose lock left behind stalls every later login
+    shell) runs its exit trap, and SIGKILL if it is still there ``TERM_SECONDS`` later. A
+    killed child's children are re-parented to us (we are a subreaper) once it has fully
+    exited, which takes a many-threaded CLI a while; each of them gets its own SIGTERM and
+    grace. Repeat until none is left (for at most ``KILL_SECONDS``)."""
     me = os.getpid()
     deadline = time.monotonic() + KILL_SECONDS
-    termed: set[int] = set()
-    term_until = time.monotonic() + TERM_SECONDS
+    termed: dict[int, float] = {}
     while time.monotonic() < deadline:
         reap()
         left = children(me)
         if not left:
             return
-        gentle = time.monotonic() < term_until
+        now = time.monotonic()
         for pid in left:
-            if gentle and pid in termed:
+            if pid not in termed:
+                number = signal.SIGTERM
+                termed[pid] = now
+            elif now - termed[pid] >= TERM_SECONDS:
+                number = signal.SIGKILL
+            else:
                 continue
             try:
-                os.kill(pid, signal.SIGTERM if gentle else signal.SIGKILL)
+                os.kill(pid, number)
             except ProcessLookupError:
                 continue
-            termed.add(pid)
         time.sleep(0.02)
 
 
