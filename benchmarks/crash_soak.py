@@ -284,6 +284,7 @@ async def soak(kills: int, seed: int, work: Path) -> dict[str, Any]:
         threads = dict(driver.threads)
         snapshots = checks.replay_problems(driver.database)[1]
         evidence = checks.evidence(driver.database)
+        stale_locks = driver.stale_pyenv_locks
     return {
         "kills": run.kills,
         "boundaries": run.boundaries,
@@ -295,6 +296,7 @@ async def soak(kills: int, seed: int, work: Path) -> dict[str, Any]:
         "kills_with_cli_running": run.kills_with_cli,
         "cli_processes_at_kills": run.clis_at_kill,
         "evidence": evidence,
+        "stale_pyenv_locks_cleared": stale_locks,
         "checks": results.to_json(CHECKS),
         "error": error,
         "ok": results.ok() and error is None,
@@ -330,6 +332,7 @@ def table(report: dict[str, Any]) -> str:
         f"kills with a CLI running: {report['kills_with_cli_running']} "
         f"({report['cli_processes_at_kills']} CLI processes)",
         f"in the log: {json.dumps(report['evidence'])}",
+        f"stale pyenv locks cleared: {report['stale_pyenv_locks_cleared']}",
     ]
     if report["error"]:
         lines.append(f"  ERROR {report['error'][:2000]}")

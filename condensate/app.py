@@ -16,6 +16,7 @@ import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import aiohttp
@@ -27,6 +28,7 @@ from adapters import ENGINES, check_clis
 from condensate import edge, statedir
 from condensate.curator import Curator
 from condensate.engine import Engines
+from condensate.gateway import Gateway, Upstream
 from condensate.meter import ModelWindow
 from condensate.providers import ModelClient, make_client, parse_model
 from condensate.providers.windows import resolve_window
@@ -38,6 +40,8 @@ from condensate.store import EventLog
 
 log = structlog.get_logger()
 
+SHUTDOWN_SECONDS = 3.0
+"""How long a stopping daemon lets requests in flight (a gateway stream) finish."""
 TOKEN_FILE = "token"  # noqa: S105 - a file name, not a secret
 DAEMON_FILE = statedir.DAEMON_FILE
 PR_SET_DUMPABLE = 4
@@ -124,6 +128,7 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
 
         curator = Curator(settings.curator(), client_for, session)
         runtime = Runtime(settings, event_log, engines, curator, client_for, window_for)
+        gateway = Gateway(upstream(settings), runtime, session)
         runner: web.AppRunner | None = None
         # Bound before recovery so that engines (a head's MCP tools) know the API's address;
         # served after it, so that no call finds a thread not yet recovered.
@@ -132,13 +137,17 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
         url = f"http://{settings.host}:{port}"
         runtime.daemon_url = _loopback_url(settings.host, port)
         runtime.daemon_token = token
+        runtime.gateway_for = partial(gateway.access, runtime.daemon_url)
         try:
             async with anyio.create_task_group() as tasks:
                 runtime.bind(tasks)
                 await recover(runtime)
                 guard = Guard(token, allowed_hosts(settings, port))
                 gate = edge.Gate(edge.connection_cap(file_limit))
-                runner = web.AppRunner(make_app(runtime, guard, edge=[gate.middleware]))
+                runner = web.AppRunner(
+                    make_app(runtime, guard, edge=[gate.middleware], gateway=gateway),
+                    shutdown_timeout=SHUTDOWN_SECONDS,
+                )
                 await runner.setup()
                 gate.server = runner.server
                 tasks.start_soon(edge.accept_forever, listener, gate, name="accept")
@@ -153,13 +162,27 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
                     notify_systemd(settings, "STOPPING=1")
                     tasks.cancel_scope.cancel()
         finally:
+            # The CLIs first: their gateway requests then end, and the server's cleanup
+            # need not wait for them.
+            for thread in runtime.threads.values():
+                await thread.engine.close()
             if runner is not None:
                 await runner.cleanup()
             listener.close()
-            for thread in runtime.threads.values():
-                await thread.engine.close()
             event_log.close()
             log.info("daemon_stopped")
+
+
+def upstream(settings: Settings) -> Upstream:
+    """Where the gateway forwards the CLIs' requests, with the daemon's own credentials."""
+    return Upstream(
+        anthropic_base_url=settings.anthropic_base_url,
+        anthropic_api_key=settings.anthropic_api_key,
+        anthropic_auth_token=settings.anthropic_auth_token,
+        openai_base_url=settings.openai_base_url,
+        openai_api_key=settings.openai_api_key,
+        read_timeout_s=settings.provider_read_timeout_s,
+    )
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -127,6 +127,17 @@ class Interruptible(Protocol):
 
 
 @dataclass(frozen=True)
+class GatewayAccess:
+    """How a CLI engine reaches its provider through the daemon's gateway: the base URLs to
+    give the CLI, and a pass per session (its API key or bearer token). Issuing a pass
+    retires the thread's earlier one: requests of an older session are refused."""
+
+    anthropic_url: str
+    openai_url: str
+    issue: Callable[[], str]
+
+
+@dataclass(frozen=True)
 class EngineEnv:
     """What an engine that runs a CLI needs from the daemon's settings: where its state goes
     and how it reaches the provider. Built by the runtime for each thread."""
@@ -149,6 +160,9 @@ class EngineEnv:
     """Where the daemon's HTTP API answers (a loopback address): a head's tools call it."""
     daemon_token: str = ""
     """The API's bearer token, for the same tools."""
+    gateway: GatewayAccess | None = None
+    """Set when a daemon serves the gateway: the CLI then holds a pass, never the provider's
+    key, and its provider's counts come from the gateway rather than from the CLI."""
 
 
 EngineFactory = Callable[[ThreadSpec, EngineEnv], EngineAdapter]

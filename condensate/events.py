@@ -133,6 +133,8 @@ class ModelUsage(_Event):
     output: int = 0
     model: str = ""
     message_id: str | None = None
+    measured: int | None = None
+    """The gateway's count of the request before it was forwarded (anchor plus delta)."""
 
     @property
     def prompt(self) -> int:

@@ -30,15 +30,18 @@ from condensate.engine import (
     EngineAdapter,
     EngineEnv,
     Engines,
+    GatewayAccess,
     Interruptible,
     ThreadSpec,
     TurnOutcome,
 )
 from condensate.errors import CondensateError, Refused
 from condensate.events import (
+    BaselineMeasured,
     ChildJoined,
     ChildSpawned,
     Event,
+    ModelUsage,
     Stored,
     SystemLine,
     ThreadCreated,
@@ -116,6 +119,9 @@ class Runtime:
     daemon_url: str = ""
     """The API's address for engines' tools; set by the composition root before ``recover``."""
     daemon_token: str = ""
+    gateway_for: Callable[[str], GatewayAccess] | None = None
+    """A thread's way through the daemon's gateway; set by the composition root. None (a
+    runtime without an HTTP server): the CLIs call their provider directly."""
     threads: dict[str, Thread] = field(default_factory=dict)
     _tasks: TaskGroup | None = None
 
@@ -149,6 +155,26 @@ class Runtime:
                 stored = await self._write_and_fold(thread, batch)
         thread.notify()
         return stored
+
+    # -- what the gateway learns -------------------------------------------------------------
+
+    async def record_usage(self, thread_id: str, usage: ModelUsage) -> None:
+        """The provider's count for a call the gateway forwarded, logged as that call's
+        ``model.usage``; dropped (and said) for a thread this runtime does not hold."""
+        thread = self.threads.get(thread_id)
+        if thread is None:
+            log.warning("gateway_usage_dropped", thread=thread_id)
+            return
+        await self.append(thread, usage.model_copy(update={"at": self.clock()}))
+
+    async def record_baseline(self, thread_id: str, tokens: int) -> None:
+        """A session's fixed part as its first request measured it (the provider's count less
+        the conversation), logged when it differs from the thread's by more than 2 %."""
+        thread = self.threads.get(thread_id)
+        if thread is None:
+            return
+        if abs(tokens - thread.projection.baseline_tokens) > 0.02 * max(tokens, 1):
+            await self.append(thread, BaselineMeasured(at=self.clock(), tokens=tokens))
 
     async def _write_and_fold(self, thread: Thread, batch: list[Event]) -> list[Stored]:
         counter = counter_for(thread.spec.model)
@@ -188,6 +214,7 @@ class Runtime:
             codex_windowing=self.settings.codex_windowing,
             daemon_url=self.daemon_url,
             daemon_token=self.daemon_token,
+            gateway=None if self.gateway_for is None else self.gateway_for(thread_id),
         )
 
     def get(self, thread_id: str) -> Thread:

@@ -37,6 +37,8 @@ from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
 from condensate.events import Engine
+from condensate.gateway import Gateway
+from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
 from condensate.providers import parse_model
 from condensate.runtime import Runtime, Thread
 from condensate.store import DEFAULT_LIMIT
@@ -116,7 +118,8 @@ async def guard_middleware(request: web.Request, handler: Handler) -> web.Stream
             f"Host {host!r} is not this daemon's address; requests must use one of "
             f"{', '.join(sorted(request.app[GUARD].hosts))}.",
         )
-    if request.path != "/health":
+    # The gateway's callers carry a pass of their own (checked by the gateway).
+    if request.path != "/health" and not request.path.startswith(GATEWAY_PREFIX + "/"):
         sent = request.headers.get("Authorization", "")
         expected = f"Bearer {request.app[GUARD].token}"
         if not hmac.compare_digest(sent.encode(), expected.encode()):
@@ -404,8 +407,15 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
 )
 
 
-def make_app(runtime: Runtime, guard: Guard, *, edge: Sequence[Middleware] = ()) -> web.Application:
-    """The API; ``edge`` middlewares run outside every other (the connection gate)."""
+def make_app(
+    runtime: Runtime,
+    guard: Guard,
+    *,
+    edge: Sequence[Middleware] = (),
+    gateway: Gateway | None = None,
+) -> web.Application:
+    """The API, and the model gateway under ``/gateway/`` when given one; ``edge``
+    middlewares run outside every other (the connection gate)."""
     app = web.Application(
         middlewares=[*edge, errors_middleware, guard_middleware], client_max_size=MAX_BODY
     )
@@ -413,4 +423,6 @@ def make_app(runtime: Runtime, guard: Guard, *, edge: Sequence[Middleware] = ())
     app[GUARD] = guard
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
+    if gateway is not None:
+        gateway.add_routes(app)
     return app

@@ -58,6 +58,12 @@ class Settings(BaseSettings):
         default="",
         validation_alias=AliasChoices("CONDENSATE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
     )
+    anthropic_auth_token: str = Field(
+        default="",
+        validation_alias=AliasChoices("CONDENSATE_ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"),
+    )
+    """A Claude subscription's OAuth token (``claude setup-token``): the gateway sends it as a
+    bearer token in place of an API key."""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str = Field(
         default="", validation_alias=AliasChoices("CONDENSATE_OPENAI_API_KEY", "OPENAI_API_KEY")

@@ -5,22 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-PYENV_LOCK = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "shims" / ".pyenv-shim"
-
-
-def _rehash_running() -> bool:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"pyenv-rehash" in (entry / "cmdline").read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
+from benchmarks.machine import clear_stale_pyenv_lock
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +18,7 @@ def no_stale_pyenv_lock() -> None:
     machines root's profile runs `pyenv rehash`, and a shell killed mid-profile (as interrupt,
     timeout and crash tests kill them) leaves its lock behind, which stalls every later login
     shell for 60 s. A lock no process holds is stale by pyenv's own rule."""
-    if PYENV_LOCK.exists() and not _rehash_running():
-        PYENV_LOCK.unlink(missing_ok=True)
+    clear_stale_pyenv_lock()
 
 
 @pytest.fixture(autouse=True)

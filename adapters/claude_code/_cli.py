@@ -82,13 +82,19 @@ def write_mcp_config(config_dir: Path, env: EngineEnv) -> Path:
 
 
 def environment(config_dir: Path, env: EngineEnv) -> dict[str, str]:
-    """The CLI's environment: its own state directory, the Anthropic endpoint and key (and no
-    other provider's, no Condensate setting), no auto-compaction, no outside traffic."""
+    """The CLI's environment: its own state directory, the endpoint and credential (the
+    daemon's gateway and a pass for this session when there is a gateway, else the provider
+    and its key; no other provider's, no Condensate setting), no auto-compaction, no outside
+    traffic. Each call starts a session: with a gateway, the one before is retired."""
+    if env.gateway is not None:
+        base_url, key = env.gateway.anthropic_url, env.gateway.issue()
+    else:
+        base_url, key = env.anthropic_base_url, env.anthropic_api_key
     return _child.child_environment(
         {
             "CLAUDE_CONFIG_DIR": str(config_dir),
-            "ANTHROPIC_BASE_URL": env.anthropic_base_url,
-            "ANTHROPIC_API_KEY": env.anthropic_api_key,
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": key,
             "DISABLE_AUTO_COMPACT": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",

@@ -25,8 +25,8 @@ from adapters.claude_code._translate import (
     top_level,
     unprompted,
 )
-from condensate.engine import TurnContext
-from condensate.events import EngineNotice, Event, ModelUsage, ToolResult
+from condensate.engine import EngineEnv, TurnContext
+from condensate.events import AssistantMessage, EngineNotice, Event, ModelUsage, ToolResult
 
 log = structlog.get_logger()
 
@@ -64,6 +64,7 @@ class TurnReader:
     and set by the engine)."""
 
     process: asyncio.subprocess.Process | None
+    env: EngineEnv
     replies: Replies
     session_id: str
     root_session_id: str
@@ -222,7 +223,9 @@ class TurnReader:
         """Append translated events; a counted call marks the session as measured."""
         if not events:
             return
-        if any(isinstance(e, ModelUsage) for e in events):
+        # Through the gateway a reply's count is logged before the CLI sees its end.
+        counted = ModelUsage if self.env.gateway is None else AssistantMessage
+        if any(isinstance(e, counted) for e in events):
             self.measured = True
         await ctx.append(events)
 

@@ -84,12 +84,14 @@ def tool_result_blocks(line: dict[str, Any]) -> list[dict[str, Any]]:
 class Replies:
     """The top-level replies of a thread's sessions, gathered per API call, and their calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, counts: bool = True) -> None:
         self.pending: _Pending | None = None
         self.calls: dict[str, ToolCall] = {}
         self.open_calls: dict[str, ToolCall] = {}
         """Logged calls still waiting for their result."""
         self.usage_logged: set[str] = set()
+        self.counts = counts
+        """The CLI's usage snapshots are the calls' counts; off when the gateway logs them."""
 
     def assistant_line(self, line: dict[str, Any], now: Clock) -> list[Event]:
         """Gather a top-level assistant line; the events of the reply it ends, if it starts
@@ -151,7 +153,7 @@ class Replies:
         if pending is None:
             return None
         events: list[Event] = []
-        if pending.message_id not in self.usage_logged:
+        if self.counts and pending.message_id not in self.usage_logged:
             self.usage_logged.add(pending.message_id)
             usage = pending.usage
             events.append(

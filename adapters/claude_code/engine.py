@@ -75,7 +75,7 @@ class ClaudeCodeEngine(TurnReader):
         self.window_pending = False
         """A window was taken outside the turn (an ask's deadline): apply it at the next
         boundary."""
-        self.replies = Replies()
+        self.replies = Replies(counts=env.gateway is None)
         self._requests = 0
         self.asks = AskTeller("claude")
         self.in_turn = False

@@ -134,6 +134,11 @@ def _toml(value: Any) -> str:
     return json.dumps(value)
 
 
+def base_url(env: EngineEnv) -> str:
+    """The daemon's gateway when there is one, else the provider itself."""
+    return env.openai_base_url if env.gateway is None else env.gateway.openai_url
+
+
 def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_server: bool) -> str:
     """The thread's ``config.toml``: the daemon's OpenAI endpoint as the provider, the model,
     approvals off (an ``ask`` thread's policy is set per Codex thread), the sandbox from the
@@ -154,7 +159,7 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
         "",
         f"[model_providers.{PROVIDER}]",
         'name = "Condensate"',
-        f"base_url = {_toml(env.openai_base_url)}",
+        f"base_url = {_toml(base_url(env))}",
         f"env_key = {_toml(KEY_VARIABLE)}",
         'wire_api = "responses"',
         "",
@@ -235,11 +240,11 @@ def prepare_home(binary: str, spec: ThreadSpec, env: EngineEnv, codex_home: Path
 
 
 def environment(codex_home: Path, env: EngineEnv) -> dict[str, str]:
-    """The app-server's environment: its own home and the OpenAI key under the name its
-    config reads (and no other provider's key, no Condensate setting)."""
-    return _child.child_environment(
-        {"CODEX_HOME": str(codex_home), KEY_VARIABLE: env.openai_api_key or "none"}
-    )
+    """The app-server's environment: its own home and, under the name its config reads, a
+    gateway pass for this process (the one before is retired) or, with no gateway, the
+    OpenAI key; no other provider's key, no Condensate setting."""
+    key = env.gateway.issue() if env.gateway is not None else env.openai_api_key
+    return _child.child_environment({"CODEX_HOME": str(codex_home), KEY_VARIABLE: key or "none"})
 
 
 def command(binary: str) -> list[str]:

@@ -196,7 +196,10 @@ def compacted(ask: AskOpened | None, codex_thread: str, now: Clock) -> list[Even
 class Responses:
     """The items of a Codex thread's responses, gathered between token counts."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, counts: bool = True) -> None:
+        self.counts = counts
+        """Codex's token updates are the responses' counts; off when the gateway logs them
+        (an update then only says that a response is complete)."""
         self.gathered = _Gathered()
         self.started: dict[str, ToolCall] = {}
         """Calls started and not yet logged (their response's count has not come)."""
@@ -235,6 +238,8 @@ class Responses:
 
     def counted(self, usage: dict[str, int], model: str, now: Clock) -> list[Event]:
         """A response's count: its usage, then its reply and the results that have arrived."""
+        if not self.counts:
+            return self.unmeasured(now)
         cached = usage.get("cachedInputTokens", 0)
         written = usage.get("cacheWriteInputTokens", 0)
         head: list[Event] = [

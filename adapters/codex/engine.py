@@ -64,7 +64,7 @@ class CodexEngine(TurnReader):
         self.turn_id = ""
         self.sent_upto = 0
         """The last seq Codex has seen, as input or inside a window."""
-        self.responses = Responses()
+        self.responses = Responses(counts=env.gateway is None)
         self.window_pending = False
         """A window was taken outside the engine's check (an ask's deadline): apply it at the
         next boundary."""

@@ -1,0 +1,78 @@
+"""Gateway passes: the credential a CLI session holds instead of the provider's key.
+
+A pass names its thread and session and is signed with a secret that lives only in the
+daemon's memory, so it is worth nothing to a provider, to another daemon or after a restart.
+Issuing a thread's next pass retires the one before: a request from a session that is no
+longer the thread's current one is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+
+PREFIX = "cgw1"
+
+
+@dataclass(frozen=True)
+class Pass:
+    thread_id: str
+    session: str
+    credential: str
+
+
+class PassRefused(Exception):
+    """A request whose pass is missing, forged, or from a retired session."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+
+
+MISSING = (
+    "This is Condensate's model gateway: a request needs the pass the daemon gave its CLI "
+    "session (as the API key or bearer token)."
+)
+FOREIGN = "The gateway pass was not issued by this daemon (or not since it started)."
+
+
+@dataclass
+class Passes:
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    current: dict[str, str] = field(default_factory=dict)
+    """Thread -> its current session."""
+
+    def _mac(self, thread_id: str, session: str) -> str:
+        message = f"{thread_id}.{session}".encode()
+        return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:40]
+
+    def issue(self, thread_id: str) -> Pass:
+        """A new session for ``thread_id``; the thread's earlier session is retired."""
+        session = secrets.token_hex(8)
+        self.current[thread_id] = session
+        credential = f"{PREFIX}.{thread_id}.{session}.{self._mac(thread_id, session)}"
+        return Pass(thread_id, session, credential)
+
+    def retire(self, thread_id: str) -> None:
+        self.current.pop(thread_id, None)
+
+    def check(self, credential: str) -> Pass:
+        """The pass ``credential`` is, if it is this daemon's and its session is current."""
+        parts = credential.split(".")
+        if len(parts) != 4 or parts[0] != PREFIX:
+            code = "no-gateway-pass"
+            raise PassRefused(code, MISSING)
+        _, thread_id, session, mac = parts
+        if not hmac.compare_digest(mac, self._mac(thread_id, session)):
+            code = "invalid-gateway-pass"
+            raise PassRefused(code, FOREIGN)
+        if self.current.get(thread_id) != session:
+            code = "stale-session"
+            detail = (
+                f"Session {session} is no longer thread {thread_id}'s current session; its "
+                "requests are refused."
+            )
+            raise PassRefused(code, detail)
+        return Pass(thread_id, session, credential)

@@ -1,0 +1,300 @@
+"""The gateway's edge: aiohttp handlers under ``/gateway/<api>/`` that check a request's pass,
+measure it, forward it with the real credential and stream the reply back as the provider
+sent it, logging the provider's count on the way.
+
+The usage of a call is logged before the reply's last event is passed on, so the CLI cannot
+have acted on a reply whose count is not in the log yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import aiohttp
+import anyio
+import structlog
+from aiohttp import web
+from multidict import CIMultiDict
+
+from condensate.edge import BODY_TIMEOUT
+from condensate.engine import GatewayAccess
+from condensate.events import ModelUsage, now_utc
+from condensate.gateway.passes import Pass, Passes, PassRefused
+from condensate.gateway.wire import (
+    APIS,
+    MEASURED_PATHS,
+    Api,
+    ReplyUsage,
+    RequestShape,
+    SessionMeter,
+    SseSplitter,
+    credential_of,
+    error_body,
+)
+from condensate.tokens import counter_for
+
+log = structlog.get_logger()
+
+PREFIX = "/gateway"
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "content-encoding",
+        "accept-encoding",
+    }
+)
+CLIENT_CREDENTIALS = frozenset({"x-api-key", "authorization"})
+MAX_REQUEST = 64 * 1024 * 1024
+"""Twice the largest request Anthropic's API takes (32 MB)."""
+OAUTH_BETA = "oauth-2025-04-20"
+"""The beta flag Anthropic's API wants beside a subscription's OAuth bearer token."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where the gateway forwards, and the credentials only the daemon holds."""
+
+    anthropic_base_url: str
+    anthropic_api_key: str
+    openai_base_url: str
+    openai_api_key: str
+    anthropic_auth_token: str = ""
+    """A Claude subscription's OAuth token: sent as a bearer token in place of the key."""
+    read_timeout_s: float = 120.0
+
+    def base(self, api: Api) -> str:
+        return (self.anthropic_base_url if api == "anthropic" else self.openai_base_url).rstrip("/")
+
+    def credentials(self, api: Api, beta: str | None) -> dict[str, str]:
+        if api == "openai":
+            return {"Authorization": f"Bearer {self.openai_api_key}"}
+        if self.anthropic_auth_token:
+            betas = [b.strip() for b in (beta or "").split(",") if b.strip()]
+            if OAUTH_BETA not in betas:
+                betas.append(OAUTH_BETA)
+            return {
+                "Authorization": f"Bearer {self.anthropic_auth_token}",
+                "anthropic-beta": ",".join(betas),
+            }
+        return {"x-api-key": self.anthropic_api_key}
+
+
+class GatewayRecorder(Protocol):
+    """Where what the gateway learns goes: the thread's log (the runtime)."""
+
+    async def record_usage(self, thread_id: str, usage: ModelUsage) -> None: ...
+
+    async def record_baseline(self, thread_id: str, tokens: int) -> None: ...
+
+
+@dataclass
+class _Call:
+    """One model request in flight: its pass, its measured size and its digests."""
+
+    grant: Pass
+    api: Api
+    shape: RequestShape | None
+    measured: int | None = None
+    digests: tuple[bytes, ...] = ()
+    usage: ReplyUsage = field(default_factory=ReplyUsage)
+    logged: bool = False
+
+
+@dataclass
+class Gateway:
+    upstream: Upstream
+    recorder: GatewayRecorder
+    session: aiohttp.ClientSession
+    passes: Passes = field(default_factory=Passes)
+    meters: dict[str, SessionMeter] = field(default_factory=dict)
+    """Session -> its meter."""
+
+    def url(self, daemon_url: str, api: Api) -> str:
+        """The base URL a CLI is given: Claude Code appends ``/v1/messages``, Codex
+        ``/responses``."""
+        return f"{daemon_url}{PREFIX}/{api}"
+
+    def access(self, daemon_url: str, thread_id: str) -> GatewayAccess:
+        """What the thread's engine gives its CLI sessions."""
+        return GatewayAccess(
+            anthropic_url=self.url(daemon_url, "anthropic"),
+            openai_url=self.url(daemon_url, "openai"),
+            issue=lambda: self.issue(thread_id).credential,
+        )
+
+    def issue(self, thread_id: str) -> Pass:
+        """A pass for the thread's next CLI session; its earlier one is refused from now."""
+        grant = self.passes.issue(thread_id)
+        for session in [s for s in self.meters if s.startswith(f"{thread_id}.")]:
+            del self.meters[session]
+        return grant
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_route("*", PREFIX + "/{api}/{tail:.*}", self.handle)
+
+    # -- a request ----------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["api"]
+        if name not in APIS:
+            return web.json_response(
+                {"error": "not-found", "detail": f"The gateway serves {', '.join(APIS)}."},
+                status=404,
+            )
+        api: Api = "anthropic" if name == "anthropic" else "openai"
+        try:
+            grant = self.passes.check(credential_of(request.headers))
+        except PassRefused as exc:
+            log.warning("gateway_refused", code=exc.code, path=request.path)
+            return _error(api, 401, exc.code, str(exc))
+        tail = request.match_info["tail"]
+        try:
+            body = await _body(request)
+        except TimeoutError:
+            detail = f"The request's body did not arrive within {BODY_TIMEOUT:g} s."
+            return _error(api, 408, "body-timeout", detail)
+        if body is None:
+            return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
+        call = _Call(grant, api, None)
+        if request.method == "POST" and tail in MEASURED_PATHS[api]:
+            call = self._measured(call, body)
+        url = f"{self.upstream.base(api)}/{tail}"
+        if request.query_string:
+            url += f"?{request.query_string}"
+        headers = _forwarded(request.headers)
+        headers.update(self.upstream.credentials(api, request.headers.get("anthropic-beta")))
+        headers["Accept-Encoding"] = "identity"
+        try:
+            async with self.session.request(
+                request.method,
+                url,
+                data=body,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=30, sock_read=self.upstream.read_timeout_s
+                ),
+                auto_decompress=False,
+            ) as upstream:
+                return await self._relay(request, upstream, call)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            detail = f"Condensate's gateway could not reach {url}: {type(exc).__name__} {exc}"
+            log.warning("gateway_upstream_failed", url=url, error=str(exc))
+            return _error(api, 502, "upstream-unreachable", detail)
+
+    def _measured(self, call: _Call, body: bytes) -> _Call:
+        try:
+            document = json.loads(body)
+        except ValueError:
+            return call  # the provider answers it in its own words
+        if not isinstance(document, Mapping):
+            return call
+        shape = RequestShape.of(call.api, document)
+        key = f"{call.grant.thread_id}.{call.grant.session}"
+        meter = self.meters.get(key)
+        if meter is None:
+            meter = self.meters[key] = SessionMeter(counter_for(shape.model))
+        call.shape = shape
+        call.measured, call.digests = meter.measure(shape)
+        return call
+
+    async def _relay(
+        self, request: web.Request, upstream: aiohttp.ClientResponse, call: _Call
+    ) -> web.StreamResponse:
+        headers = _forwarded(upstream.headers, reply=True)
+        streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
+        if not streamed:
+            data = await upstream.read()
+            if call.shape is not None and upstream.status == 200:
+                with contextlib.suppress(ValueError):
+                    call.usage.read_body(call.api, json.loads(data))
+                await self._log(call)
+            return web.Response(body=data, status=upstream.status, headers=headers)
+        response = web.StreamResponse(status=upstream.status, headers=headers)
+        await response.prepare(request)
+        splitter = SseSplitter()
+        try:
+            async for chunk in upstream.content.iter_any():
+                if call.shape is not None and not call.logged:
+                    for data in splitter.feed(chunk):
+                        call.usage.read_event(call.api, data)
+                    if call.usage.complete:
+                        await self._log(call)
+                await response.write(chunk)
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+            log.info("gateway_client_left", thread=call.grant.thread_id)
+        finally:
+            if call.shape is not None and call.usage.seen and not call.logged:
+                await self._log(call)  # a reply cut short was still counted and billed
+        await response.write_eof()
+        return response
+
+    async def _log(self, call: _Call) -> None:
+        call.logged = True
+        if call.shape is None or not call.usage.seen:
+            return
+        reply = call.usage
+        usage = ModelUsage(
+            at=now_utc(),
+            input=reply.input,
+            cache_read=reply.cache_read,
+            cache_write=reply.cache_write,
+            output=reply.output,
+            model=reply.model or call.shape.model,
+            message_id=reply.message_id,
+            measured=call.measured,
+        )
+        key = f"{call.grant.thread_id}.{call.grant.session}"
+        meter = self.meters.get(key)
+        first = meter is not None and meter.anchor is None
+        if meter is not None:
+            meter.answered(call.digests, reply.prompt)
+        await self.recorder.record_usage(call.grant.thread_id, usage)
+        if first and meter is not None:
+            baseline = max(reply.prompt - meter.conversation_tokens(call.digests), 0)
+            await self.recorder.record_baseline(call.grant.thread_id, baseline)
+
+
+def _forwarded(headers: Mapping[str, str], *, reply: bool = False) -> CIMultiDict[str]:
+    """Every header but the hop-by-hop ones and the client's own credential (a reply keeps
+    its ``Content-Encoding``: its bytes pass through as they came)."""
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower in CLIENT_CREDENTIALS or (
+            lower in HOP_BY_HOP and not (reply and lower == "content-encoding")
+        ):
+            continue
+        out.add(name, value)
+    return out
+
+
+async def _body(request: web.Request) -> bytes | None:
+    """The request's body, read past the API's 1 MiB cap (a long conversation is tens of
+    megabytes) up to ``MAX_REQUEST``; None above it."""
+    parts: list[bytes] = []
+    size = 0
+    with anyio.fail_after(BODY_TIMEOUT):
+        async for chunk in request.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > MAX_REQUEST:
+                return None
+            parts.append(chunk)
+    return b"".join(parts)
+
+
+def _error(api: Api, status: int, code: str, message: str) -> web.Response:
+    return web.json_response(error_body(api, status, code, message), status=status)
