@@ -24,7 +24,9 @@ class CreateThread(_Body):
     persona: str = ""
     tools: list[str] = Field(default_factory=list)
     permissions: str = "default"
-    head: bool = True
+    head: bool = False
+    """A head faces an operator: its line is the model's window less the reserves, and on the
+    CLI engines it is asked to compact rather than cut. Only when asked for."""
 
 
 class SendMessage(_Body):

@@ -128,7 +128,7 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
 
         curator = Curator(settings.curator(), client_for, session)
         runtime = Runtime(settings, event_log, engines, curator, client_for, window_for)
-        gateway = Gateway(upstream(settings), runtime, session)
+        gateway = Gateway(upstream(settings), runtime, session, admitter=runtime)
         runner: web.AppRunner | None = None
         # Bound before recovery so that engines (a head's MCP tools) know the API's address;
         # served after it, so that no call finds a thread not yet recovered.

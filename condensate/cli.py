@@ -88,13 +88,23 @@ def cmd_threads(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _line_reason(thread: dict[str, Any]) -> str:
+    """Why a line stands above the working ceiling: a head's is the window less the reserves
+    (a baseline-raised ceiling is the ceiling itself)."""
+    usage = thread["usage"]
+    if thread["head"] and usage["line"] > usage["ceiling"]:
+        return f"  head: line is the window ({usage['window']:,}) less reserves"
+    return ""
+
+
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     data = DaemonClient.find(settings).call("GET", "/threads")
     rows = []
     for t in data["threads"]:
         usage = t["usage"]
         ask = "  ask pending" if t["pendingAsk"] else ""
-        rows.append(f"{t['id']}  {_usage_bar(usage['used'], usage['line'])}{ask}")
+        why = _line_reason(t)
+        rows.append(f"{t['id']}  {_usage_bar(usage['used'], usage['line'])}{why}{ask}")
     _emit(args, data, "\n".join(rows) or "no threads")
     return 0
 
@@ -153,7 +163,7 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         "cwd": str(Path(args.cwd).resolve()),
         "brief": args.brief,
         "persona": args.persona,
-        "head": not args.child,
+        "head": args.head,
     }
     thread = client.call("POST", "/threads", body)
     if args.detach:
@@ -340,7 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", required=True, help="e.g. anthropic:claude-sonnet-4-5")
     run.add_argument("--cwd", default=".")
     run.add_argument("--persona", default="")
-    run.add_argument("--child", action="store_true", help="not a head thread")
+    run.add_argument(
+        "--head",
+        action="store_true",
+        help="a head thread: its line is the model's window less the reserves, not the ceiling",
+    )
     run.add_argument("--detach", action="store_true", help="print the thread id and return")
     command("threads", "list the daemon's threads")
     command("status", "each thread's usage against its line, as a bar")

@@ -135,6 +135,9 @@ class GatewayAccess:
     anthropic_url: str
     openai_url: str
     issue: Callable[[], str]
+    session: Callable[[str], None]
+    """The engine now runs this session (Claude Code's session id, Codex's thread id):
+    requests that name another are refused."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,14 @@ class EngineEnv:
     gateway: GatewayAccess | None = None
     """Set when a daemon serves the gateway: the CLI then holds a pass, never the provider's
     key, and its provider's counts come from the gateway rather than from the CLI."""
+
+    def restarts_for(self, window: Window | None) -> bool:
+        """Whether a CLI session must restart to apply ``window``: always without a gateway;
+        through one only for a summary or a drop, as the gateway applies cheap tiers to the
+        requests themselves."""
+        if window is None:
+            return False
+        return self.gateway is None or window.window_kind in ("summary", "drop")
 
 
 EngineFactory = Callable[[ThreadSpec, EngineEnv], EngineAdapter]

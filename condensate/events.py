@@ -135,6 +135,9 @@ class ModelUsage(_Event):
     message_id: str | None = None
     measured: int | None = None
     """The gateway's count of the request before it was forwarded (anchor plus delta)."""
+    side: bool = False
+    """A call on another model than the thread's (a CLI's title or quota check): billed,
+    but it measures nothing of the thread's prompt."""
 
     @property
     def prompt(self) -> int:

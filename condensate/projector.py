@@ -193,7 +193,7 @@ class Projection:
                 self._push(
                     Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
                 )
-            case ModelUsage():
+            case ModelUsage(side=False):
                 self.calls += 1
                 self.anchor = Anchor(seq, event.prompt, self.view_tokens)
                 self.refusal = None

@@ -12,7 +12,7 @@ compactions are in ``condensate.asks``; rebuilding threads after a restart in
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -21,8 +21,9 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from condensate import approvals, asks
+from condensate import admission, approvals, asks
 from condensate import planner as planning
+from condensate.admission import Admission
 from condensate.curator import Curator, Miss, carry_out
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
@@ -101,6 +102,13 @@ class Thread:
     """The running turn's scope: cancelling it ends that turn and nothing else."""
     interrupted: str | None = None
     """Why the running turn is being interrupted (the operator asked), once it is."""
+    restart_pending: bool = False
+    """A summary or drop was taken for a request the gateway held: until the engine's next
+    session starts, every request of the old one is answered with Condensate's own reply."""
+    over_line: str | None = None
+    """Why the last request the gateway held went on over the line, if it did."""
+    receipts: Mapping[str, str] = field(default_factory=dict)
+    receipts_at: tuple[int, int] = (-1, -1)
 
     def notify(self) -> None:
         self.changed.set()
@@ -165,13 +173,41 @@ class Runtime:
         if thread is None:
             log.warning("gateway_usage_dropped", thread=thread_id)
             return
-        await self.append(thread, usage.model_copy(update={"at": self.clock()}))
+        side = not _same_model(usage.model, thread.spec.model)
+        await self.append(thread, usage.model_copy(update={"at": self.clock(), "side": side}))
 
-    async def record_baseline(self, thread_id: str, tokens: int) -> None:
-        """A session's fixed part as its first request measured it (the provider's count less
-        the conversation), logged when it differs from the thread's by more than 2 %."""
+    def gate(self, thread_id: str) -> int | None:
+        """The request size above which the gateway holds a request for ``admit``."""
+        thread = self.threads.get(thread_id)
+        return None if thread is None else admission.gate(self, thread)
+
+    def receipts(self, thread_id: str) -> Mapping[str, str]:
+        thread = self.threads.get(thread_id)
+        return {} if thread is None else admission.receipts(thread)
+
+    async def admit(self, thread_id: str, size: int, ids: Sequence[str]) -> Admission:
         thread = self.threads.get(thread_id)
         if thread is None:
+            return Admission(True)
+        return await admission.admit(self, thread, size, ids)
+
+    def baseline(self, thread_id: str) -> int | None:
+        thread = self.threads.get(thread_id)
+        return None if thread is None else thread.projection.baseline_tokens
+
+    def session_started(self, thread_id: str) -> None:
+        """The thread's engine started a new session: a restart the gateway waited for is
+        done."""
+        thread = self.threads.get(thread_id)
+        if thread is not None:
+            thread.restart_pending = False
+
+    async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
+        """A session's fixed part as its first request measured it (the provider's count less
+        the conversation), logged when it differs from the thread's by more than 2 %; a side
+        call's (another model's) is not the thread's."""
+        thread = self.threads.get(thread_id)
+        if thread is None or not _same_model(model, thread.spec.model):
             return
         if abs(tokens - thread.projection.baseline_tokens) > 0.02 * max(tokens, 1):
             await self.append(thread, BaselineMeasured(at=self.clock(), tokens=tokens))
@@ -423,13 +459,13 @@ class Runtime:
                     )
                     return Checkpoint(usage, taken, stop=reason)
                 case Cut():
-                    window = await self._carry_out(thread, decision)
+                    window = await self.carry_out(thread, decision)
                     if isinstance(window, str):
                         return Checkpoint(usage, taken, missed=window)
                     taken = window
         return Checkpoint(self.usage(thread), taken)
 
-    async def _carry_out(self, thread: Thread, cut: Cut) -> Window | str:
+    async def carry_out(self, thread: Thread, cut: Cut) -> Window | str:
         """The window taken, or why none could be (the summary did not arrive)."""
         result = None
         if cut.needs_curator:
@@ -449,6 +485,10 @@ class Runtime:
             return reason
         (stored,) = await self.append(thread, window)
         assert isinstance(stored.event, Window)
+        if window.window_kind in ("summary", "drop") and thread.spec.engine != "api":
+            # The CLI's session now holds what the window cut: its requests go no further
+            # until the engine starts the next session (see ``admission``).
+            thread.restart_pending = self.gateway_for is not None
         log.info(
             "window_taken",
             thread=thread.thread_id,
@@ -494,6 +534,12 @@ class Runtime:
             parent, ChildJoined(at=self.clock(), child_id=child_id, result=result, call_id=call_id)
         )
         return result
+
+
+def _same_model(called: str, thread_model: str) -> bool:
+    """``called`` (as the provider names it) is the thread's model (``provider:name``)."""
+    bare = thread_model.split(":", 1)[-1]
+    return not called or called == bare or called.startswith(bare)
 
 
 async def _guarded(fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], name: str) -> None:

@@ -139,7 +139,7 @@ class TurnReader:
         if check.stop is not None:
             read.stop = check.stop
             await self._interrupt()
-        elif check.window is not None:
+        elif self.env.restarts_for(check.window):
             read.window = True
             await self._interrupt()
 
@@ -202,6 +202,8 @@ class TurnReader:
             if self.root_session_id == self.session_id:
                 self.root_session_id = session
             self.session_id = session
+            if self.env.gateway is not None:
+                self.env.gateway.session(session)
 
     async def _assistant(self, ctx: TurnContext, line: dict[str, Any]) -> None:
         reply = reply_of(line)

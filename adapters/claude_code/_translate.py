@@ -22,6 +22,7 @@ from condensate.events import (
     ToolCall,
     ToolResult,
 )
+from condensate.gateway.wire import HELD_MARK
 
 ARGUMENT_KEYS = ("file_path", "path", "notebook_path", "command", "pattern", "url", "query")
 
@@ -58,9 +59,13 @@ def unprompted(result: dict[str, Any]) -> bool:
 
 def reply_of(line: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """An assistant line's message id and message; None for an API error shown as a reply
-    (the result carries it) or a local note."""
+    (the result carries it), a local note, or the gateway's own reply (the log says why the
+    gateway ended the turn)."""
     message = line.get("message") or {}
     if line.get("error") or message.get("model") == "<synthetic>":
+        return None
+    blocks = message.get("content") or []
+    if any(isinstance(b, dict) and str(b.get("text") or "").startswith(HELD_MARK) for b in blocks):
         return None
     return str(message.get("id") or line.get("uuid") or ""), message
 

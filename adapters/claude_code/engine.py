@@ -37,6 +37,7 @@ from condensate.events import (
     SystemLine,
     Window,
 )
+from condensate.gateway.wire import HELD_MARK
 from condensate.projector import Projection
 from condensate.queries import has_history, human_since
 from condensate.render import render_window
@@ -100,6 +101,8 @@ class ClaudeCodeEngine(TurnReader):
         ends and the new one (a fork of the root, or fresh) starts at once; the window is its
         first message, written when the thread next has something to say (sending it now
         would only buy a model call whose reply nobody waits for)."""
+        if not self.env.restarts_for(window):
+            return
         self.window_pending = True
         if self.in_turn or self._ctx is None:
             return
@@ -144,7 +147,7 @@ class ClaudeCodeEngine(TurnReader):
         check = await ctx.checkpoint()
         if check.stop is not None:
             return TurnOutcome("stopped", check.stop, "")
-        if check.window is not None:
+        if self.env.restarts_for(check.window):
             self.window_pending = True
         if self.window_pending:
             return await self._window_start(ctx, forced=False)
@@ -192,7 +195,8 @@ class ClaudeCodeEngine(TurnReader):
                 message = resumed("Claude Code") if self.session_id else self._window_message(ctx)
                 continue
             result = read.result
-            last_text = str(result.get("result") or "") or last_text
+            said = str(result.get("result") or "")
+            last_text = said if said and not said.startswith(HELD_MARK) else last_text
             if read.stop is not None:
                 return TurnOutcome("stopped", read.stop, last_text)
             if result.get("terminal_reason") == "prompt_too_long":
@@ -335,6 +339,8 @@ class ClaudeCodeEngine(TurnReader):
         if new_session is not None:
             self.session_id = new_session
             self.measured = False
+        if self.env.gateway is not None:
+            self.env.gateway.session(self.session_id)
         if start in ("first", "fresh"):
             self.root_session_id = self.session_id
             self.root_first_message = ""

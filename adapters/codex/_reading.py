@@ -224,13 +224,20 @@ class TurnReader:
             check = await ctx.checkpoint()
             read.stop = check.stop
             read.missed = check.missed
-            read.window = check.window is not None
+            read.window = self.env.restarts_for(check.window)
         if not (read.window or read.stop or read.missed):
             return False
         assert self.server is not None
-        await self.server.request(
-            "turn/interrupt", {"threadId": self.codex_thread, "turnId": self.turn_id}
-        )
+        try:
+            await self.server.request(
+                "turn/interrupt", {"threadId": self.codex_thread, "turnId": self.turn_id}
+            )
+        except AppServerExited:
+            raise
+        except AppServerError as exc:
+            # The turn ended on its own meanwhile (the gateway ended it): its turn/completed
+            # is on its way, and the window is applied after it all the same.
+            log.info("codex_interrupt_refused", thread=ctx.thread_id, error=str(exc))
         return True
 
     async def _item_completed(self, ctx: TurnContext, item: dict[str, Any]) -> None:

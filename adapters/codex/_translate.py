@@ -27,6 +27,7 @@ from condensate.events import (
     ToolCall,
     ToolResult,
 )
+from condensate.gateway.wire import HELD_MARK
 
 Clock = Callable[[], datetime]
 CALL_ITEMS = frozenset(
@@ -221,7 +222,7 @@ class Responses:
         kind = item.get("type")
         if kind == "agentMessage":
             text = str(item.get("text") or "")
-            if text:
+            if text and not text.startswith(HELD_MARK):  # the gateway's own reply: not logged
                 self.gathered.text.append(text)
             return []
         call = call_of(item)

@@ -86,7 +86,10 @@ class CodexEngine(TurnReader):
 
     async def apply_window(self, window: Window, view: Projection) -> None:
         """During a turn, the next boundary starts a Codex thread with the window. Outside a
-        turn it starts now: a new thread with the window injected costs no model call."""
+        turn it starts now: a new thread with the window injected costs no model call. A cheap
+        window through the gateway needs nothing: the gateway applies it to the requests."""
+        if not self.env.restarts_for(window):
+            return
         self.window_pending = True
         if self.in_turn or self._ctx is None:
             return
@@ -198,7 +201,7 @@ class CodexEngine(TurnReader):
                 await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail[:500]))
                 return TurnOutcome("failed", detail[:500], last_text)
             after = await self._check(ctx)
-            if after is not None and after.window is not None:
+            if after is not None and self.env.restarts_for(after.window):
                 await self._new_thread(ctx, with_window=True)
             if self.asks.untold(ctx):
                 message = ""  # the ask opened during the turn: tell the head in a follow-up
@@ -218,7 +221,7 @@ class CodexEngine(TurnReader):
                 return TurnOutcome("stopped", check.stop, "")
             if check.missed is not None:
                 return TurnOutcome("failed", _missed(check.missed), "")
-            if check.window is not None:
+            if self.env.restarts_for(check.window):
                 self.window_pending = True
         await self._ensure_server(ctx)
         if self.window_pending or (not self.codex_thread and queries.has_history(ctx.view)):
@@ -281,6 +284,8 @@ class CodexEngine(TurnReader):
             await self.server.request(
                 "thread/resume", {"threadId": self.codex_thread, "excludeTurns": True}
             )
+            if self.env.gateway is not None:
+                self.env.gateway.session(self.codex_thread)
             await self._notice(
                 ctx,
                 "session-resumed",
@@ -303,6 +308,8 @@ class CodexEngine(TurnReader):
         previous = self.codex_thread or None
         self.codex_thread = str((started.get("thread") or {}).get("id") or "")
         self.window_pending = False
+        if self.env.gateway is not None:
+            self.env.gateway.session(self.codex_thread)
         if with_window:
             window = render_window(ctx.view)
             await self.server.request(

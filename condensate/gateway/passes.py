@@ -42,7 +42,10 @@ FOREIGN = "The gateway pass was not issued by this daemon (or not since it start
 class Passes:
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     current: dict[str, str] = field(default_factory=dict)
-    """Thread -> its current session."""
+    """Thread -> its current session (its pass)."""
+    engine_sessions: dict[str, str] = field(default_factory=dict)
+    """Thread -> the engine's own id of its current session (Claude Code's session, Codex's
+    thread): one process may run several in turn."""
 
     def _mac(self, thread_id: str, session: str) -> str:
         message = f"{thread_id}.{session}".encode()
@@ -52,14 +55,20 @@ class Passes:
         """A new session for ``thread_id``; the thread's earlier session is retired."""
         session = secrets.token_hex(8)
         self.current[thread_id] = session
+        self.engine_sessions.pop(thread_id, None)
         credential = f"{PREFIX}.{thread_id}.{session}.{self._mac(thread_id, session)}"
         return Pass(thread_id, session, credential)
 
     def retire(self, thread_id: str) -> None:
         self.current.pop(thread_id, None)
+        self.engine_sessions.pop(thread_id, None)
 
-    def check(self, credential: str) -> Pass:
-        """The pass ``credential`` is, if it is this daemon's and its session is current."""
+    def bind(self, thread_id: str, engine_session: str) -> None:
+        self.engine_sessions[thread_id] = engine_session
+
+    def check(self, credential: str, engine_session: str | None = None) -> Pass:
+        """The pass ``credential`` is, if it is this daemon's and its session is current
+        (and, when the request names the engine's session, that one is current too)."""
         parts = credential.split(".")
         if len(parts) != 4 or parts[0] != PREFIX:
             code = "no-gateway-pass"
@@ -73,6 +82,14 @@ class Passes:
             detail = (
                 f"Session {session} is no longer thread {thread_id}'s current session; its "
                 "requests are refused."
+            )
+            raise PassRefused(code, detail)
+        bound = self.engine_sessions.get(thread_id)
+        if engine_session is not None and bound is not None and engine_session != bound:
+            code = "stale-session"
+            detail = (
+                f"Session {engine_session} is no longer thread {thread_id}'s current session "
+                f"({bound}); its requests are refused."
             )
             raise PassRefused(code, detail)
         return Pass(thread_id, session, credential)

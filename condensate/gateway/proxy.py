@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiohttp
 import anyio
@@ -34,6 +35,12 @@ from condensate.gateway.wire import (
     SseSplitter,
     credential_of,
     error_body,
+    held_reply,
+    held_stream,
+    held_text,
+    result_ids,
+    session_of,
+    with_receipts,
 )
 from condensate.tokens import counter_for
 
@@ -98,7 +105,38 @@ class GatewayRecorder(Protocol):
 
     async def record_usage(self, thread_id: str, usage: ModelUsage) -> None: ...
 
-    async def record_baseline(self, thread_id: str, tokens: int) -> None: ...
+    async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
+        """A session's fixed prompt part, from its first reply on ``model``."""
+        ...
+
+
+class Admitted(Protocol):
+    @property
+    def forward(self) -> bool: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class GatewayAdmitter(Protocol):
+    """Who decides about a request over the thread's line (the runtime, see
+    ``condensate.admission``)."""
+
+    def gate(self, thread_id: str) -> int | None:
+        """The size above which a request is held for ``admit``; None: never."""
+        ...
+
+    def receipts(self, thread_id: str) -> Mapping[str, str]:
+        """Call id -> receipt: the view's cleared results, as the provider is to see them."""
+        ...
+
+    async def admit(self, thread_id: str, size: int, ids: Sequence[str]) -> Admitted: ...
+
+    def baseline(self, thread_id: str) -> int | None:
+        """The thread's fixed prompt part, as last measured (None: not known)."""
+        ...
+
+    def session_started(self, thread_id: str) -> None: ...
 
 
 @dataclass
@@ -110,6 +148,7 @@ class _Call:
     shape: RequestShape | None
     measured: int | None = None
     digests: tuple[bytes, ...] = ()
+    meter: SessionMeter | None = None
     usage: ReplyUsage = field(default_factory=ReplyUsage)
     logged: bool = False
 
@@ -119,6 +158,8 @@ class Gateway:
     upstream: Upstream
     recorder: GatewayRecorder
     session: aiohttp.ClientSession
+    admitter: GatewayAdmitter | None = None
+    """None: requests are forwarded as they come, whatever their size."""
     passes: Passes = field(default_factory=Passes)
     meters: dict[str, SessionMeter] = field(default_factory=dict)
     """Session -> its meter."""
@@ -134,7 +175,15 @@ class Gateway:
             anthropic_url=self.url(daemon_url, "anthropic"),
             openai_url=self.url(daemon_url, "openai"),
             issue=lambda: self.issue(thread_id).credential,
+            session=lambda session_id: self.bind(thread_id, session_id),
         )
+
+    def bind(self, thread_id: str, session_id: str) -> None:
+        """The thread's engine now runs session ``session_id``: a request naming another
+        (Claude Code's and Codex's session headers) is refused."""
+        self.passes.bind(thread_id, session_id)
+        if self.admitter is not None:
+            self.admitter.session_started(thread_id)
 
     def issue(self, thread_id: str) -> Pass:
         """A pass for the thread's next CLI session; its earlier one is refused from now."""
@@ -157,7 +206,7 @@ class Gateway:
             )
         api: Api = "anthropic" if name == "anthropic" else "openai"
         try:
-            grant = self.passes.check(credential_of(request.headers))
+            grant = self.passes.check(credential_of(request.headers), session_of(request.headers))
         except PassRefused as exc:
             log.warning("gateway_refused", code=exc.code, path=request.path)
             return _error(api, 401, exc.code, str(exc))
@@ -171,7 +220,12 @@ class Gateway:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
         call = _Call(grant, api, None)
         if request.method == "POST" and tail in MEASURED_PATHS[api]:
-            call = self._measured(call, body)
+            document = _json_object(body)
+            if document is not None:
+                admitted = await self._admit(call, document, body)
+                if isinstance(admitted, web.Response):
+                    return admitted
+                body = admitted
         url = f"{self.upstream.base(api)}/{tail}"
         if request.query_string:
             url += f"?{request.query_string}"
@@ -195,21 +249,57 @@ class Gateway:
             log.warning("gateway_upstream_failed", url=url, error=str(exc))
             return _error(api, 502, "upstream-unreachable", detail)
 
-    def _measured(self, call: _Call, body: bytes) -> _Call:
-        try:
-            document = json.loads(body)
-        except ValueError:
-            return call  # the provider answers it in its own words
-        if not isinstance(document, Mapping):
-            return call
+    async def _admit(
+        self, call: _Call, document: Mapping[str, Any], body: bytes
+    ) -> bytes | web.Response:
+        """The body to forward (with the view's receipts in place of cleared results), or
+        Condensate's own reply when the runtime ends the CLI's turn instead."""
+        thread = call.grant.thread_id
+        admitter = self.admitter
+        shown = admitter.receipts(thread) if admitter is not None else {}
+        projected, replaced = with_receipts(call.api, document, shown)
+        size = self._measure(call, projected)
+        gate = admitter.gate(thread) if admitter is not None else None
+        if admitter is not None and gate is not None and size > gate:
+            verdict = await admitter.admit(thread, size, result_ids(call.api, projected))
+            if not verdict.forward:
+                return self._held(call, verdict.text)
+            fresh = admitter.receipts(thread)
+            if fresh != shown:
+                projected, replaced = with_receipts(call.api, document, fresh)
+                self._measure(call, projected)
+        if not replaced:
+            return body  # byte for byte as the CLI sent it
+        return json.dumps(projected, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def _measure(self, call: _Call, document: Mapping[str, Any]) -> int:
         shape = RequestShape.of(call.api, document)
-        key = f"{call.grant.thread_id}.{call.grant.session}"
+        # One meter per model: Claude Code's side calls (a title, a quota check on a small
+        # model) neither anchor nor measure the session's own requests.
+        key = f"{call.grant.thread_id}.{call.grant.session}.{shape.model}"
         meter = self.meters.get(key)
         if meter is None:
             meter = self.meters[key] = SessionMeter(counter_for(shape.model))
         call.shape = shape
-        call.measured, call.digests = meter.measure(shape)
-        return call
+        call.meter = meter
+        known = self.admitter.baseline(call.grant.thread_id) if self.admitter else None
+        size, call.digests = meter.measure(shape, known)
+        call.measured = size
+        return size
+
+    def _held(self, call: _Call, text: str) -> web.Response:
+        """Condensate's own reply: it ends the CLI's turn with ``text`` and counts nothing."""
+        assert call.shape is not None
+        model = call.shape.model
+        prefix = "msg" if call.api == "anthropic" else "resp"
+        reply_id = f"{prefix}_condensate_{secrets.token_hex(8)}"
+        log.info("gateway_held", thread=call.grant.thread_id, size=call.measured)
+        if call.shape.stream:
+            return web.Response(
+                body=held_stream(call.api, model, held_text(text), reply_id),
+                content_type="text/event-stream",
+            )
+        return web.json_response(held_reply(call.api, model, held_text(text), reply_id))
 
     async def _relay(
         self, request: web.Request, upstream: aiohttp.ClientResponse, call: _Call
@@ -226,6 +316,7 @@ class Gateway:
         response = web.StreamResponse(status=upstream.status, headers=headers)
         await response.prepare(request)
         splitter = SseSplitter()
+        gone = False
         try:
             async for chunk in upstream.content.iter_any():
                 if call.shape is not None and not call.logged:
@@ -233,13 +324,23 @@ class Gateway:
                         call.usage.read_event(call.api, data)
                     if call.usage.complete:
                         await self._log(call)
-                await response.write(chunk)
-        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
-            log.info("gateway_client_left", thread=call.grant.thread_id)
+                try:
+                    await response.write(chunk)
+                except ConnectionResetError:  # aiohttp's reset errors are this too
+                    gone = True
+                    log.info("gateway_client_left", thread=call.grant.thread_id)
+                    break
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # The provider cut its stream after it began: the client's stream ends where it
+            # stands (no second response inside it), and the CLI treats it as any cut stream.
+            log.warning("gateway_stream_cut", url=str(upstream.url), error=repr(exc))
+            response.force_close()
         finally:
             if call.shape is not None and call.usage.seen and not call.logged:
                 await self._log(call)  # a reply cut short was still counted and billed
-        await response.write_eof()
+        if not gone:
+            with contextlib.suppress(ConnectionResetError):
+                await response.write_eof()
         return response
 
     async def _log(self, call: _Call) -> None:
@@ -257,15 +358,24 @@ class Gateway:
             message_id=reply.message_id,
             measured=call.measured,
         )
-        key = f"{call.grant.thread_id}.{call.grant.session}"
-        meter = self.meters.get(key)
+        meter = call.meter
         first = meter is not None and meter.anchor is None
         if meter is not None:
             meter.answered(call.digests, reply.prompt)
         await self.recorder.record_usage(call.grant.thread_id, usage)
         if first and meter is not None:
             baseline = max(reply.prompt - meter.conversation_tokens(call.digests), 0)
-            await self.recorder.record_baseline(call.grant.thread_id, baseline)
+            await self.recorder.record_baseline(call.grant.thread_id, baseline, call.shape.model)
+
+
+def _json_object(body: bytes) -> Mapping[str, Any] | None:
+    """The request's JSON object; None for anything else (the provider answers it in its
+    own words)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    return document if isinstance(document, Mapping) else None
 
 
 def _forwarded(headers: Mapping[str, str], *, reply: bool = False) -> CIMultiDict[str]:

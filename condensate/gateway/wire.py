@@ -32,6 +32,19 @@ def credential_of(headers: Mapping[str, str]) -> str:
     return bearer[7:].strip() if bearer[:7].lower() == "bearer " else ""
 
 
+SESSION_HEADERS = ("x-claude-code-session-id", "thread-id")
+"""Where Claude Code (its session id) and Codex (its thread id) name the session a request
+belongs to."""
+
+
+def session_of(headers: Mapping[str, str]) -> str | None:
+    for name in SESSION_HEADERS:
+        value = headers.get(name)
+        if value:
+            return value.strip()
+    return None
+
+
 def error_body(api: Api, status: int, code: str, message: str) -> dict[str, Any]:
     """An error as the provider would word it, so the CLI shows it and retries (or not) the
     way it does for the provider's own."""
@@ -44,7 +57,8 @@ def error_body(api: Api, status: int, code: str, message: str) -> dict[str, Any]
             413: "request_too_large",
             429: "rate_limit_error",
         }.get(status, "api_error")
-        return {"type": "error", "error": {"type": kind, "message": message}}
+        # Anthropic's shape has no code: the sentence carries it, as the CLI shows only that.
+        return {"type": "error", "error": {"type": kind, "message": f"{message} ({code})"}}
     kind = "invalid_request_error" if status < 500 else "server_error"
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
@@ -124,8 +138,13 @@ class SessionMeter:
     def _count(self, text: str) -> int:
         return self.counter.count(text_of(json.loads(text))) + MESSAGE_OVERHEAD
 
-    def measure(self, shape: RequestShape) -> tuple[int, tuple[bytes, ...]]:
-        """The request's size before it is forwarded, and its digests (for ``counted``)."""
+    def measure(
+        self, shape: RequestShape, baseline: int | None = None
+    ) -> tuple[int, tuple[bytes, ...]]:
+        """The request's size before it is forwarded, and its digests (for ``counted``). A
+        request with no count to stand on (a session's first) has ``baseline`` as its fixed
+        part when given: the thread's, measured on an earlier session's first reply, where
+        the local count of schemas and prompts can be far off the provider's."""
         digests = tuple(_digest(m) for m in shape.messages)
         counts = {d: self.counted.get(d) for d in digests}
         for digest, text in zip(digests, shape.messages, strict=True):
@@ -139,7 +158,8 @@ class SessionMeter:
         if extends and self.anchor is not None:
             size = self.anchor + sum(self.counted[d] for d in digests[len(self.last) :])
         else:
-            size = self.fixed_tokens + sum(self.counted[d] for d in digests)
+            fixed = self.fixed_tokens if baseline is None else baseline
+            size = fixed + sum(self.counted[d] for d in digests)
         return size, digests
 
     def answered(self, digests: tuple[bytes, ...], prompt: int) -> None:
@@ -246,3 +266,181 @@ class SseSplitter:
             except ValueError:
                 out.append(None)
         return out
+
+
+# -- Condensate's own answers --------------------------------------------------------------------
+
+HELD_MARK = "[condensate]"
+"""How a reply the gateway wrote (not the model) begins: the engines do not log it as the
+model's words."""
+
+
+def held_text(reason: str) -> str:
+    return f"{HELD_MARK} {reason}"
+
+
+def _sse(event: str, data: Mapping[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def held_reply(api: Api, model: str, text: str, reply_id: str) -> dict[str, Any]:
+    """A whole reply, in the API's shape, that ends the CLI's turn with ``text`` and no tool
+    call; it counts no tokens."""
+    if api == "anthropic":
+        return {
+            "id": reply_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+    return {
+        "id": reply_id,
+        "object": "response",
+        "status": "completed",
+        "model": model,
+        "output": [_responses_message(reply_id, text)],
+        "usage": {
+            "input_tokens": 0,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 0,
+            "total_tokens": 0,
+        },
+    }
+
+
+def _responses_message(reply_id: str, text: str) -> dict[str, Any]:
+    return {
+        "id": f"{reply_id}_msg",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def held_stream(api: Api, model: str, text: str, reply_id: str) -> bytes:
+    """The same reply as the SSE events the API streams."""
+    whole = held_reply(api, model, text, reply_id)
+    if api == "anthropic":
+        opening = {**whole, "content": [], "stop_reason": None}
+        block = {"type": "text", "text": ""}
+        return b"".join(
+            [
+                _sse("message_start", {"type": "message_start", "message": opening}),
+                _sse(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": 0, "content_block": block},
+                ),
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": text},
+                    },
+                ),
+                _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                _sse(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                        "usage": {"output_tokens": 0},
+                    },
+                ),
+                _sse("message_stop", {"type": "message_stop"}),
+            ]
+        )
+    item = _responses_message(reply_id, text)
+    started = {**whole, "status": "in_progress", "output": [], "usage": None}
+    at: dict[str, Any] = {"item_id": item["id"], "output_index": 0}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"response": started}),
+        ("response.in_progress", {"response": started}),
+        (
+            "response.output_item.added",
+            {"output_index": 0, "item": {**item, "status": "in_progress", "content": []}},
+        ),
+        ("response.content_part.added", {**at, "content_index": 0, "part": part}),
+        ("response.output_text.delta", {**at, "content_index": 0, "delta": text}),
+        ("response.output_text.done", {**at, "content_index": 0, "text": text}),
+        ("response.content_part.done", {**at, "content_index": 0, "part": item["content"][0]}),
+        ("response.output_item.done", {"output_index": 0, "item": item}),
+        ("response.completed", {"response": whole}),
+    ]
+    return b"".join(
+        _sse(name, {"type": name, "sequence_number": n, **data})
+        for n, (name, data) in enumerate(events)
+    )
+
+
+# -- cheap tiers in flight -----------------------------------------------------------------------
+
+
+def result_ids(api: Api, body: Mapping[str, Any]) -> list[str]:
+    """The call ids of the tool results a request carries, in order."""
+    ids: list[str] = []
+    if api == "anthropic":
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, Mapping) else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                    ids.append(str(block.get("tool_use_id") or ""))
+    else:
+        for item in body.get("input") or []:
+            if isinstance(item, Mapping) and str(item.get("type", "")).endswith("_output"):
+                ids.append(str(item.get("call_id") or ""))
+    return [i for i in ids if i]
+
+
+def with_receipts(
+    api: Api, body: Mapping[str, Any], receipts: Mapping[str, str]
+) -> tuple[dict[str, Any], int]:
+    """``body`` with every tool result whose call has a receipt replaced by it (the view's
+    cheap tiers, applied to what the provider sees), and how many were replaced. Messages
+    without one are the same objects: the request is otherwise unchanged."""
+    out = dict(body)
+    replaced = 0
+    if not receipts:
+        return out, 0
+    if api == "anthropic":
+        messages = []
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if not isinstance(content, list):
+                messages.append(message)
+                continue
+            blocks = []
+            for block in content:
+                receipt = (
+                    receipts.get(str(block.get("tool_use_id")))
+                    if isinstance(block, Mapping) and block.get("type") == "tool_result"
+                    else None
+                )
+                if receipt is not None and block.get("content") != receipt:
+                    blocks.append({**block, "content": receipt})
+                    replaced += 1
+                else:
+                    blocks.append(block)
+            messages.append({**message, "content": blocks} if blocks != content else message)
+        out["messages"] = messages
+    else:
+        items = []
+        for item in body.get("input") or []:
+            receipt = (
+                receipts.get(str(item.get("call_id")))
+                if isinstance(item, Mapping) and str(item.get("type", "")).endswith("_output")
+                else None
+            )
+            if receipt is not None and item.get("output") != receipt:
+                items.append({**item, "output": receipt})
+                replaced += 1
+            else:
+                items.append(item)
+        out["input"] = items
+    return out, replaced

@@ -4,6 +4,7 @@ resumed. Asserted on what the fake received and on the log."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -91,13 +92,35 @@ def generations(fake: FakeModelServer) -> list[RecordedRequest]:
     return [r for r in fake.requests if r.endpoint == "messages" and r.model == MODEL]
 
 
+def uncached(value: Any) -> str:
+    """``value`` as JSON without Claude Code's ``cache_control`` markers, which it moves to
+    the newest block on every request."""
+
+    def strip(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {k: strip(v) for k, v in item.items() if k != "cache_control"}
+        if isinstance(item, list):
+            return [strip(v) for v in item]
+        return item
+
+    return json.dumps(strip(value))
+
+
 def text_of(message: dict[str, Any]) -> str:
     return json.dumps(message["content"])
 
 
-async def test_a_long_turn_crosses_the_ceiling_and_is_forked_with_the_window(daemon, fake, workdir):
-    """Large shell outputs push the prompt past the ceiling; the session is forked at its root's
-    first reply and the fork starts with the rendered window, under the ceiling."""
+LINE = CEILING - 8_192
+"""The thread's line: the ceiling less the output reserve."""
+
+
+async def test_a_long_turn_past_the_line_is_collapsed_in_flight_without_a_restart(
+    daemon, fake, workdir
+):
+    """Large shell outputs push the next request past the line; the gateway holds it, the
+    runtime takes a collapse, and the request goes on with receipts in place of the cleared
+    results: no request over the line, no new session, and every later request of the
+    session starts with the one before it, byte for byte."""
     fake.queue(
         *[bash(f"seq {i} {i + 700}", text=f"Step {i}.") for i in range(14)],
         Text("all counted"),
@@ -108,26 +131,62 @@ async def test_a_long_turn_crosses_the_ceiling_and_is_forked_with_the_window(dae
         events = await turn_ended(session, daemon, thread)
 
     windows = [e for e in events if e["kind"] == "window"]
+    assert [w["window_kind"] for w in windows] == ["collapse"], daemon.log_tail()
+    assert len(notices(events, "session-started")) == 1
+    assert not notices(events, "session-forked")
+    assert not notices(events, "session-fresh")
+    sent = generations(fake)
+    assert len(sent) == 15
+    assert max(r.input_tokens for r in sent) <= LINE
+    first = next(i for i, r in enumerate(sent) if "receipt seq" in json.dumps(r.body))
+    assert sent[first].input_tokens < sent[first - 1].input_tokens
+    for before, after in itertools.pairwise(sent[first:]):
+        kept = after.body["messages"][: len(before.body["messages"])]
+        assert uncached(kept) == uncached(before.body["messages"])
+    check_pairs(daemon, thread)
+
+
+async def test_failures_past_the_line_are_summarized_and_the_session_forked(daemon, fake, workdir):
+    """Failed commands are never cleared by a cheap tier: past the line the gateway holds the
+    request, the curator's summary is taken, Condensate's own reply ends the CLI's turn, and
+    the session is forked at its root's first reply with the rendered window, the turn going
+    on there; no request passes the ceiling (one past the line says why it went on), and the
+    held reply is not logged as the model's."""
+    fake.queue(
+        *[bash(f"seq {i} {i + 700}; exit 1", text=f"Step {i}.") for i in range(14)],
+        Text("all counted"),
+        model=MODEL,
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start_claude_thread(session, daemon, workdir)
+        events = await turn_ended(session, daemon, thread)
+
+    windows = [e for e in events if e["kind"] == "window"]
     assert windows, daemon.log_tail()
+    assert {w["window_kind"] for w in windows} == {"summary"}
+    held = [e for e in events if e["kind"] == "system.line" and e["code"] == "gateway-held"]
+    assert held
     forked = notices(events, "session-forked")
     assert forked, [e for e in events if e["kind"] == "engine.notice"]
     started = notices(events, "session-started")[0]
     assert forked[0]["previous_session_id"] == started["session_id"]
-    assert forked[0]["session_id"] != started["session_id"]
     assert started["session_id"] in forked[0]["detail"]  # forked from the root
+    said = [e["text"] for e in events if e["kind"] == "message.assistant"]
+    assert not [t for t in said if t.startswith("[condensate]")]
 
     sent = generations(fake)
+    assert max(r.input_tokens for r in sent) <= CEILING
+    over = [r for r in sent if r.input_tokens > LINE]
+    lines = [e["code"] for e in events if e["kind"] == "system.line"]
+    assert not over or "over-line" in lines, lines  # held back (paused), and said so
     first = next(i for i, r in enumerate(sent) if "<condensate_window>" in json.dumps(r.body))
     opened = sent[first]
     messages = [m for m in opened.body["messages"] if m["role"] != "system"]
     # The fork keeps the root's first exchange (brief, first reply) and then the window.
     assert len(messages) == 3, [m["role"] for m in messages]
     assert "<condensate_window>" in text_of(messages[-1])
-    assert "<condensate_window>" not in text_of(messages[0])
     assert BRIEF in text_of(messages[-1])
-    assert opened.input_tokens < CEILING
-    assert max(r.input_tokens for r in sent) < CEILING
-    assert sent[first - 1].input_tokens > opened.input_tokens
+    assert sent[-1].reply == "text"
     check_pairs(daemon, thread)
 
 

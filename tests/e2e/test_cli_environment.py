@@ -1,6 +1,6 @@
 """What the real CLI children run with: started by a runtime in process whose own environment
 holds every provider's key and Condensate settings, each child's /proc/<pid>/environ has its
-own engine's credential and nothing else of the kind."""
+session's gateway pass and nothing else of the kind."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ async def test_a_cli_child_holds_only_its_own_providers_credential(
     model: str,
     own: str,
 ) -> None:
-    """The child's environment has its engine's key (the runtime's, "k") under the name the
-    CLI reads, no other provider's key, none of the daemon's inherited keys and no
+    """The child's environment has a gateway pass (never the runtime's key, "k") under the
+    name the CLI reads, no other provider's key, none of the daemon's inherited keys and no
     CONDENSATE_ variable."""
     for name, value in FOREIGN.items():
         monkeypatch.setenv(name, value)
@@ -61,7 +61,8 @@ async def test_a_cli_child_holds_only_its_own_providers_credential(
         ]
         pid = int(next(w for w in started[0].detail.split() if w.startswith("pid="))[4:])
         child = environ_of(pid)
-    assert child[own] == "k"
+    assert child[own].startswith(f"cgw1.{thread.thread_id}.")
+    assert "k" not in child.values()
     assert not [k for k in child if k.startswith("CONDENSATE_")]
     assert not [v for v in child.values() if v.startswith("leaked-")]
     keys = {k for k in child if k.endswith("_API_KEY")}

@@ -1,19 +1,25 @@
 """A runtime in process for tests: a real SQLite log under ``home``, the real engines (or the
-given ones), the fake model server over HTTP for every provider, and the runtime's task
-group; optionally recovered from what a previous daemon left in ``home``."""
+given ones), the fake model server over HTTP for every provider, the model gateway on a
+loopback port of its own (the CLI engines reach the fake through it, as under a daemon), and
+the runtime's task group; optionally recovered from what a previous daemon left in
+``home``."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import aiohttp
 import anyio
+from aiohttp import web
 
 from adapters import ENGINES
+from condensate.app import upstream
 from condensate.curator import Curator
 from condensate.engine import EngineFactory
+from condensate.gateway import Gateway
 from condensate.meter import ModelWindow
 from condensate.providers import ModelClient, make_client
 from condensate.recovery import recover
@@ -57,9 +63,21 @@ async def runtime_on(
         with EventLog.open(settings.db_path) as log:
             curator = Curator(settings.curator(), client_for)
             runtime = Runtime(settings, log, engines, curator, client_for, window_for)
-            async with anyio.create_task_group() as tasks:
-                runtime.bind(tasks)
-                if recovered:
-                    await recover(runtime)
-                yield runtime
-                tasks.cancel_scope.cancel()
+            gateway = Gateway(upstream(settings), runtime, session, admitter=runtime)
+            app = web.Application()
+            gateway.add_routes(app)
+            runner = web.AppRunner(app, shutdown_timeout=1.0)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = runner.addresses[0][1]
+            runtime.gateway_for = partial(gateway.access, f"http://127.0.0.1:{port}")
+            try:
+                async with anyio.create_task_group() as tasks:
+                    runtime.bind(tasks)
+                    if recovered:
+                        await recover(runtime)
+                    yield runtime
+                    tasks.cancel_scope.cancel()
+            finally:
+                await runner.cleanup()

@@ -133,6 +133,26 @@ async def test_status_shows_a_usage_bar(daemon: DaemonProcess, thread: str) -> N
     assert re.search(r"\[[#.]{30}\]\s+\d+%\s+[\d,]+/[\d,]+", row), row
 
 
+async def test_status_says_why_a_heads_line_is_above_its_ceiling(
+    daemon: DaemonProcess, tmp_path: Path, thread: str
+) -> None:
+    """A head started with `run --head` is a head, and `status` says why its line stands
+    above the working ceiling; an ordinary thread's row says nothing of the kind."""
+    brief = f"a head {_marker()}"
+    args = ["run", "--model", MODEL, "--cwd", str(tmp_path), "--head", "--detach", "--json"]
+    code, out, err = await condensate(daemon.home, *args, brief)
+    assert code == 0, err
+    head = json.loads(out)
+    assert head["head"] is True
+    assert head["line"] > head["ceiling"]
+    await settle(daemon, head["id"])
+    code, out, err = await condensate(daemon.home, "status")
+    assert code == 0, err
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("t-")}
+    assert "head: line is the window" in rows[head["id"]], rows[head["id"]]
+    assert "head:" not in rows[thread]
+
+
 # -- tail ------------------------------------------------------------------------------------
 
 
@@ -219,7 +239,8 @@ async def test_run_follows_until_the_turn_ends(
 
 
 async def test_run_detach_prints_the_thread(daemon: DaemonProcess, tmp_path: Path) -> None:
-    """`run --detach --json` prints the new thread as JSON and returns at once."""
+    """`run --detach --json` prints the new thread as JSON and returns at once; without
+    `--head` it is not a head."""
     brief = f"detached {_marker()}"
     code, out, err = await condensate(
         daemon.home, "run", "--model", MODEL, "--cwd", str(tmp_path), "--detach", "--json", brief
@@ -228,7 +249,7 @@ async def test_run_detach_prints_the_thread(daemon: DaemonProcess, tmp_path: Pat
     created = json.loads(out)
     assert re.fullmatch(r"t-[0-9a-f]{12}", created["id"])
     assert created["model"] == MODEL
-    assert created["head"] is True
+    assert created["head"] is False
     assert "usage" in created
     shown = await settle(daemon, created["id"])
     assert shown["events"] >= 5

@@ -221,8 +221,10 @@ class FakeModelServer:
         api_key: str | _Unset | None = UNSET,
         responses_overflow: OverflowMode | None = None,
         models: Sequence[str] | None = None,
+        bearer_token: str | _Unset | None = UNSET,
     ) -> None:
-        """Changes what is given, like ``POST /_fake/config``; ``window=None`` lifts the limit."""
+        """Changes what is given, like ``POST /_fake/config``; ``window=None`` lifts the limit,
+        ``bearer_token="tok"`` accepts only ``Authorization: Bearer tok``."""
         data: dict[str, Any] = {}
         if window is not UNSET:
             data["window"] = window
@@ -234,6 +236,8 @@ class FakeModelServer:
             data["responses_overflow"] = responses_overflow
         if models is not None:
             data["models"] = list(models)
+        if bearer_token is not UNSET:
+            data["bearer_token"] = bearer_token
         self._state.config.update(data)
 
     def reset(self) -> None:

@@ -105,6 +105,9 @@ class Config:
     api_key: str | None = None
     responses_overflow: OverflowMode = "400"
     models: tuple[str, ...] = DEFAULT_MODELS
+    bearer_token: str | None = None
+    """When set, only ``Authorization: Bearer <bearer_token>`` passes (a subscription's OAuth
+    login): an ``x-api-key``, even ``api_key`` itself, is turned away."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,6 +116,7 @@ class Config:
             "api_key": self.api_key,
             "responses_overflow": self.responses_overflow,
             "models": list(self.models),
+            "bearer_token": self.bearer_token,
         }
 
     def listed_models(self) -> list[str]:
@@ -120,8 +124,10 @@ class Config:
 
     def update(self, data: Mapping[str, Any]) -> None:
         """Applies the keys present: ``window`` (int or null), ``windows`` (merged; a null
-        removes that model's entry), ``api_key``, ``responses_overflow``, ``models``."""
-        unknown = set(data) - {"window", "windows", "api_key", "responses_overflow", "models"}
+        removes that model's entry), ``api_key``, ``responses_overflow``, ``models``,
+        ``bearer_token``."""
+        known = {"window", "windows", "api_key", "responses_overflow", "models", "bearer_token"}
+        unknown = set(data) - known
         if unknown:
             msg = f"Unknown config keys {sorted(unknown)}."
             raise ValueError(msg)
@@ -143,6 +149,9 @@ class Config:
             self.responses_overflow = mode
         if "models" in data:
             self.models = tuple(str(m) for m in data["models"])
+        if "bearer_token" in data:
+            token = data["bearer_token"]
+            self.bearer_token = None if token is None else str(token)
 
 
 def _window(value: Any, name: str) -> int | None:
@@ -185,12 +194,16 @@ class FakeState:
             return 0.0 if self._in_flight else time.monotonic() - self._last_activity
 
     def key_ok(self, headers: Mapping[str, str]) -> bool:
-        """Whether the request's key is accepted; any key (or none) when none is configured."""
+        """Whether the request's key is accepted; any key (or none) when none is configured.
+        A configured ``bearer_token`` is the only credential accepted, as a bearer token."""
+        bearer = headers.get("Authorization", "")
+        token = bearer[7:] if bearer.startswith("Bearer ") else None
+        if self.config.bearer_token is not None:
+            return "x-api-key" not in headers and token == self.config.bearer_token
         wanted = self.config.api_key
         if wanted is None:
             return True
-        bearer = headers.get("Authorization", "")
-        given = headers.get("x-api-key") or (bearer[7:] if bearer.startswith("Bearer ") else None)
+        given = headers.get("x-api-key") or token
         return given == wanted
 
     def begin(self, model: str, blocks: Sequence[str]) -> Turn:

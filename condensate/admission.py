@@ -1,0 +1,183 @@
+"""Admission: what the runtime decides for a CLI's model request the gateway holds because it
+would pass the thread's line. The window the request needs is taken here, on the request's
+own size (the log's view may lag what the CLI sends by a tool result or two):
+
+- cheap tiers are taken and the request goes on with their receipts in place of the cleared
+  results (the gateway applies them to this and every later request of the session);
+- a summary or a drop is taken and the request is answered with Condensate's own reply that
+  ends the CLI's turn; the engine then starts a session with the window, the spec's way;
+- a head that must be asked is asked, and the reply that ends its turn says so (the engine
+  tells the head in its follow-up line); its next request goes on, below its hard limit;
+- where the spec lets the turn go on uncut (the curator missed, windows are paused) the
+  request goes on over the line, and that is logged with the reason and shown in the thread's
+  status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import anyio
+import structlog
+
+from condensate import asks
+from condensate import planner as planning
+from condensate.events import SystemLine
+from condensate.meter import ContextUsage
+from condensate.planner import Ask, Cut, HoldBack, Proceed, Stop
+
+if TYPE_CHECKING:
+    from condensate.runtime import Runtime, Thread
+
+log = structlog.get_logger()
+
+CATCH_UP_SECONDS = 2.0
+"""How long a held request waits for the log to hold its newest tool result (the engine
+logs the CLI's output as it reads it; the request may get here first)."""
+MAX_CUTS = 3
+RESTARTING = (
+    "Condensate is moving this thread to a new session with its context window; the work "
+    "goes on there."
+)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Forward the request (with the view's receipts), or end the CLI's turn with ``text``."""
+
+    forward: bool
+    text: str = ""
+
+
+def receipts(thread: Thread) -> Mapping[str, str]:
+    """Call id -> receipt, for every result the view's cheap tiers cleared. Only a window
+    changes it: it is kept until the next one."""
+    view = thread.projection
+    key = (view.layout, len(view.windows))
+    if thread.receipts_at != key:
+        thread.receipts = {
+            e.call_id: e.receipt for e in view.entries if e.receipt is not None and e.call_id
+        }
+        thread.receipts_at = key
+    return thread.receipts
+
+
+def gate(runtime: Runtime, thread: Thread) -> int:
+    """The request size above which the runtime decides (0: every request, while a session
+    restart is on its way)."""
+    return 0 if thread.restart_pending else runtime.usage(thread).line
+
+
+def _on_request(usage: ContextUsage, size: int) -> ContextUsage:
+    """The view's usage with the request's own size."""
+    line = usage.line
+    return replace(usage, used=size, measured=size, fraction=size / line if line else 1.0)
+
+
+async def _caught_up(thread: Thread, ids: Sequence[str]) -> None:
+    """Wait (a little) until the log holds the request's newest tool result."""
+    if not ids:
+        return
+    newest = ids[-1]
+    with anyio.move_on_after(CATCH_UP_SECONDS):
+        while not any(e.call_id == newest for e in reversed(thread.projection.entries)):
+            await thread.changed.wait()
+
+
+def _restarting(thread: Thread) -> bool:
+    return thread.restart_pending
+
+
+async def admit(runtime: Runtime, thread: Thread, size: int, ids: Sequence[str]) -> Admission:
+    """Decide, and log Condensate's own answer as such when the request is not forwarded."""
+    decided = await _decide(runtime, thread, size, ids)
+    if not decided.forward:
+        await _line(
+            runtime,
+            thread,
+            "gateway-held",
+            f"Condensate held a request of {size:,} tokens and answered it itself, ending "
+            f"the CLI's turn: {decided.text}",
+        )
+    return decided
+
+
+async def _decide(runtime: Runtime, thread: Thread, size: int, ids: Sequence[str]) -> Admission:
+    if _restarting(thread):
+        return Admission(False, RESTARTING)
+    await _caught_up(thread, ids)
+    async with thread.lock:
+        if _restarting(thread):  # a window another request held for was taken meanwhile
+            return Admission(False, RESTARTING)
+        over: str | None = None
+        for _ in range(MAX_CUTS):
+            usage = _on_request(runtime.usage(thread), size)
+            if size <= usage.line:
+                over = None
+                break
+            decision = planning.plan(
+                thread.projection, usage, runtime.planner_settings, runtime.clock()
+            )
+            match decision:
+                case Proceed():
+                    over = "nothing in the view can be cut yet"
+                    break
+                case HoldBack(line=line):
+                    if line is not None:
+                        await _line(runtime, thread, line[0], line[1])
+                    over = line[1] if line is not None else "a window is held back"
+                    break
+                case Ask():
+                    if thread.projection.ask is None:
+                        await asks.open_ask(runtime, thread, decision)
+                    return Admission(False, _ask_text(usage))
+                case Stop(reason=reason):
+                    await _line(runtime, thread, "turn-stopped", f"The turn stopped: {reason}.")
+                    return Admission(False, f"The turn stops here: {reason}.")
+                case Cut():
+                    taken = await _cut(runtime, thread, decision)
+                    if isinstance(taken, str):
+                        over = f"the summary did not arrive ({taken})"
+                        break
+                    if taken:
+                        return Admission(False, RESTARTING)
+                    size = max(size - decision.freed, 0)
+        if over is not None and over != thread.over_line:
+            # Said once for each new reason, not on every request while it holds.
+            usage = _on_request(runtime.usage(thread), size)
+            code = "over-ceiling" if size > usage.ceiling else "over-line"
+            await _line(
+                runtime,
+                thread,
+                code,
+                f"A request of {size:,} tokens went on past the thread's "
+                f"{'ceiling' if code == 'over-ceiling' else 'line'} (line {usage.line:,}, "
+                f"ceiling {usage.ceiling:,}): {over}.",
+            )
+        thread.over_line = over
+        return Admission(True)
+
+
+async def _cut(runtime: Runtime, thread: Thread, cut: Cut) -> bool | str:
+    """Take ``cut``: whether it restarts the session (a summary or a drop), or why it could
+    not be taken."""
+    window = await runtime.carry_out(thread, cut)
+    if isinstance(window, str):
+        return window
+    if window.window_kind not in ("summary", "drop"):
+        return False
+    await thread.engine.apply_window(window, thread.projection)
+    return True
+
+
+def _ask_text(usage: ContextUsage) -> str:
+    return (
+        f"This thread's context holds {usage.used:,} tokens, past its line of "
+        f"{usage.line:,}: Condensate asks it to compact before it goes on."
+    )
+
+
+async def _line(runtime: Runtime, thread: Thread, code: str, text: str) -> None:
+    await runtime.append(thread, SystemLine(at=runtime.clock(), code=code, text=text))

@@ -1,0 +1,96 @@
+"""The real CLIs through the model gateway: every request the fake receives carries the
+daemon's key (never the CLI's pass), and each call's count in the log is the provider's own,
+logged by the gateway with its measurement beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from condensate.engine import ThreadSpec
+from condensate.events import BaselineMeasured, Engine, ModelUsage
+from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from tests.integration.test_runtime import running
+
+CASES = [
+    ("claude", "anthropic:claude-sonnet-4-5", "Bash", "messages"),
+    ("codex", "openai:gpt-5.5", "shell", "responses"),
+]
+
+
+def shell(engine: str, command: str) -> ToolCalls:
+    if engine == "claude":
+        return ToolCalls([Call("Bash", {"command": command})])
+    return ToolCalls([Call("shell", {"command": ["bash", "-lc", command]})])
+
+
+@pytest.mark.parametrize(("engine", "model", "tool", "endpoint"), CASES)
+async def test_every_cli_request_reaches_the_provider_with_the_daemons_key(
+    tmp_path: Path, workdir: Path, engine: Engine, model: str, tool: str, endpoint: str
+) -> None:
+    """The fake accepts only the daemon's key ("k"): every model request of the CLI reaches
+    it through the gateway with that key and without the session's pass."""
+    async with FakeModelServer(window=200_000, api_key="k") as fake:
+        bare = model.split(":", 1)[1]
+        fake.queue(shell(engine, "seq 1 50"), Text("counted"), model=bare)
+        async with running(tmp_path / "home", fake=fake) as runtime:
+            thread = await runtime.create(
+                ThreadSpec(engine=engine, model=model, cwd=str(workdir), brief="count")
+            )
+            with anyio.fail_after(90):
+                await thread.turn_done.wait()
+            ended = [s.event for s in runtime.log.replay(thread.thread_id)][-1]
+        calls = [r for r in fake.requests if r.endpoint == endpoint and r.model == bare]
+    assert ended.kind == "turn.ended", ended
+    assert ended.outcome == "completed", ended
+    assert len(calls) >= 2
+    for request in calls:
+        assert request.status == 200
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        sent = headers.get("x-api-key") or headers.get("authorization", "")
+        assert sent in {"k", "Bearer k"}, sent
+        assert "cgw1." not in str(request.headers)
+
+
+@pytest.mark.parametrize(("engine", "model", "tool", "endpoint"), CASES)
+async def test_each_calls_count_is_the_providers_logged_by_the_gateway(
+    tmp_path: Path,
+    fake: FakeModelServer,
+    workdir: Path,
+    engine: Engine,
+    model: str,
+    tool: str,
+    endpoint: str,
+) -> None:
+    """One model.usage per request the provider answered, equal to the fake's bill for it
+    (uncached input, cache read, cache write as the API reports them), each with the
+    gateway's measurement of the request; a later request's measurement is within 10 % of the
+    count; the session's real baseline is logged after its first reply."""
+    bare = model.split(":", 1)[1]
+    fake.queue(shell(engine, "seq 1 400"), shell(engine, "seq 1 300"), Text("done"), model=bare)
+    async with running(tmp_path / "home", fake=fake) as runtime:
+        thread = await runtime.create(
+            ThreadSpec(engine=engine, model=model, cwd=str(workdir), brief="count twice")
+        )
+        with anyio.fail_after(90):
+            await thread.turn_done.wait()
+        events = [s.event for s in runtime.log.replay(thread.thread_id)]
+    calls = [r for r in fake.requests if r.endpoint == endpoint and r.model == bare]
+    usages = [e for e in events if isinstance(e, ModelUsage)]
+    if endpoint == "messages":
+        billed = [
+            (r.input_tokens - r.cache_read - r.cache_write, r.cache_read, r.cache_write)
+            for r in calls
+        ]
+    else:  # OpenAI reports no cache writes: they are uncached input
+        billed = [(r.input_tokens - r.cache_read, r.cache_read, 0) for r in calls]
+    assert [(u.input, u.cache_read, u.cache_write) for u in usages] == billed
+    assert all(u.measured is not None for u in usages)
+    last = usages[-1]
+    assert last.measured is not None
+    assert abs(last.measured - last.prompt) <= 0.1 * last.prompt, (last.measured, last.prompt)
+    baselines = [e for e in events if isinstance(e, BaselineMeasured)]
+    assert baselines, "no baseline measured from the first request"
+    assert 0 < baselines[0].tokens < usages[0].prompt
