@@ -64,9 +64,12 @@ def receipts(thread: Thread) -> Mapping[str, str]:
     return thread.receipts
 
 
-def gate(runtime: Runtime, thread: Thread) -> int:
+def gate(runtime: Runtime, thread: Thread) -> int | None:
     """The request size above which the runtime decides (0: every request, while a session
-    restart is on its way)."""
+    restart is on its way; None: never, for a Codex thread whose compaction is handed back
+    to Codex)."""
+    if thread.spec.engine == "codex" and not runtime.settings.codex_windowing:
+        return None
     return 0 if thread.restart_pending else runtime.usage(thread).line
 
 

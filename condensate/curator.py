@@ -28,10 +28,10 @@ from condensate.planner import Cut, deadline
 from condensate.projector import DROP_NOTICE, Entry, Projection
 from condensate.providers import ModelClient, parse_model
 from condensate.providers.types import Completion, Message, Request, Usage
+from condensate.tiers import VERBATIM_HEADING, verbatim_error
 
 log = structlog.get_logger()
 
-VERBATIM_HEADING = "## Verbatim record"
 RESULT_EXCERPT = 2_000
 """Characters of a successful tool result the curator sees (head and tail)."""
 
@@ -120,7 +120,7 @@ def _transcript_line(entry: Entry) -> str:
         case ToolResult(is_error=True):
             return (
                 f"[FAILED tool call {event.tool}({event.argument}) — keep this error verbatim]\n"
-                f"{event.output}"
+                f"{verbatim_error(event.output, entry.seq)}"
             )
         case ToolResult():
             return f"[tool result {event.tool}({event.argument})]\n{_excerpt(event.output)}"
@@ -141,7 +141,8 @@ def verbatim_items(entries: list[Entry]) -> list[str]:
             case UserMessage(author="human", text=text):
                 items.append(f'Human: "{text}"')
             case ToolResult(is_error=True) as failed:
-                items.append(f"Failed {failed.tool}({failed.argument}):\n{failed.output}")
+                error = verbatim_error(failed.output, entry.seq)
+                items.append(f"Failed {failed.tool}({failed.argument}):\n{error}")
             case Window(window_kind="summary", summary=summary) if summary:
                 _, _, record = summary.partition(VERBATIM_HEADING + "\n")
                 items += [item for item in record.split("\n\n") if item.strip()]

@@ -173,6 +173,13 @@ def plan(
     if pause is not None:
         return _hold(view, usage, "paused", PAUSE_CODE, pause, settings=settings)
     decision = _ladder(view, usage, settings)
+    if isinstance(decision, Cut) and decision.kind == "summary" and _just_summarized(view):
+        # Nothing was said since the last summary: another would summarize the same content
+        # (a new session whose first prompt is still over the line), again and again.
+        detail = "a summary was just taken and the prompt is still over the line"
+        if over_limit:
+            return Stop(usage, f"{detail}; it would pass the ceiling of {usage.limit}")
+        return _hold(view, usage, "paused", PAUSE_CODE, detail, settings=settings)
     if over_limit and isinstance(decision, HoldBack):
         return Stop(
             usage,
@@ -236,7 +243,7 @@ def _summary(
     cut = tiers.summary_cut(view, max(tail_budget, 0), protect)
     if cut is None:
         return Stop(usage, "nothing before the kept range can be summarized")
-    after = fixed + cut.after + budget
+    after = fixed + cut.after + budget + cut.verbatim
     if after > usage.line and protect is None:
         return Stop(
             usage,
@@ -342,6 +349,18 @@ def _head_ask(
     if view.declined_turn == view.turn:
         return HoldBack(usage, "ask-pending", "the head declined to compact this turn")
     return Ask(usage, now + deadline(usage.measured, settings.deadline_override))
+
+
+def _just_summarized(view: Projection) -> bool:
+    """The last window is Condensate's own summary (or drop) and no model call was counted
+    since."""
+    last = view.windows[-1] if view.windows else None
+    return (
+        last is not None
+        and not last.requested
+        and last.kind in ("summary", "drop")
+        and last.call >= view.calls
+    )
 
 
 def _thrash(

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from condensate.events import ToolResult
+from condensate.events import ToolResult, UserMessage, Window
 from condensate.tokens import estimate
 
 if TYPE_CHECKING:
-    from condensate.projector import Projection
+    from condensate.projector import Entry, Projection
 
 Category = Literal["reread", "action", "control"]
 
@@ -174,6 +174,38 @@ def safe_boundaries(view: Projection) -> list[int]:
     return safe
 
 
+VERBATIM_HEADING = "## Verbatim record"
+"""Where a summary's word-for-word part begins (the curator appends what the model left
+out)."""
+VERBATIM_ERROR_CHARS = 6_000
+"""A failed call's error text a summary keeps word for word: its head and tail up to this
+many characters (a failing run of a thousand lines is mostly noise; the log keeps it all)."""
+
+
+def verbatim_error(output: str, seq: int) -> str:
+    """The error text a summary's verbatim record keeps: whole, or its head and tail."""
+    if len(output) <= VERBATIM_ERROR_CHARS:
+        return output
+    half = VERBATIM_ERROR_CHARS // 2
+    cut = len(output) - 2 * half
+    note = f"[... {cut} characters cut here; the log keeps them at seq {seq}]"
+    return f"{output[:half]}\n{note}\n{output[-half:]}"
+
+
+def _verbatim_tokens(entry: Entry) -> int:
+    """What ``entry`` adds to a summary that replaces it, word for word: a human message, a
+    failed call's (capped) error text, an earlier summary's record."""
+    event = entry.event
+    if isinstance(event, Window):
+        record = (event.summary or "").partition(VERBATIM_HEADING + "\n")[2]
+        return estimate(record) if record else 0
+    if isinstance(event, UserMessage) and event.author == "human":
+        return entry.tokens
+    if isinstance(event, ToolResult) and event.is_error:
+        return min(entry.tokens, estimate("x" * VERBATIM_ERROR_CHARS))
+    return 0
+
+
 @dataclass(frozen=True)
 class SummaryCut:
     keep_from: int | None
@@ -182,6 +214,9 @@ class SummaryCut:
     """Tokens of the entries the summary replaces."""
     after: int
     """The view's tokens after the cut, before the summary's own text is added."""
+    verbatim: int = 0
+    """Tokens the summary must carry word for word (human messages, failed calls' errors,
+    earlier summaries' records), beyond its own text."""
 
 
 def summary_cut(
@@ -196,11 +231,14 @@ def summary_cut(
     count = len(entries)
     protected = view.protected_seqs
     replaced = [0] * (count + 1)
-    total = 0
+    verbatim = [0] * (count + 1)
+    total = kept = 0
     for i, entry in enumerate(entries):
         if entry.seq not in protected:
             total += entry.tokens
+            kept += _verbatim_tokens(entry)
         replaced[i + 1] = total
+        verbatim[i + 1] = kept
     limit = count if protect_from is None else protect_from
     best: int | None = None
     latest: int | None = None
@@ -227,4 +265,6 @@ def summary_cut(
     if chosen is None:
         return None
     keep_from = entries[chosen].seq if chosen < count else None
-    return SummaryCut(keep_from, replaced[chosen], view.view_tokens - replaced[chosen])
+    return SummaryCut(
+        keep_from, replaced[chosen], view.view_tokens - replaced[chosen], verbatim[chosen]
+    )

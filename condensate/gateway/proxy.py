@@ -146,6 +146,8 @@ class _Call:
     grant: Pass
     api: Api
     shape: RequestShape | None
+    session: str | None = None
+    """The engine's session the request names (its header), if it names one."""
     measured: int | None = None
     digests: tuple[bytes, ...] = ()
     meter: SessionMeter | None = None
@@ -218,7 +220,7 @@ class Gateway:
             return _error(api, 408, "body-timeout", detail)
         if body is None:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
-        call = _Call(grant, api, None)
+        call = _Call(grant, api, None, session=session_of(request.headers))
         if request.method == "POST" and tail in MEASURED_PATHS[api]:
             document = _json_object(body)
             if document is not None:
@@ -293,7 +295,13 @@ class Gateway:
         model = call.shape.model
         prefix = "msg" if call.api == "anthropic" else "resp"
         reply_id = f"{prefix}_condensate_{secrets.token_hex(8)}"
-        log.info("gateway_held", thread=call.grant.thread_id, size=call.measured)
+        log.info(
+            "gateway_held",
+            thread=call.grant.thread_id,
+            session=call.session,
+            size=call.measured,
+            messages=len(call.shape.messages),
+        )
         if call.shape.stream:
             return web.Response(
                 body=held_stream(call.api, model, held_text(text), reply_id),
@@ -364,7 +372,7 @@ class Gateway:
             meter.answered(call.digests, reply.prompt)
         await self.recorder.record_usage(call.grant.thread_id, usage)
         if first and meter is not None:
-            baseline = max(reply.prompt - meter.conversation_tokens(call.digests), 0)
+            baseline = meter.baseline(reply.prompt, call.digests)
             await self.recorder.record_baseline(call.grant.thread_id, baseline, call.shape.model)
 
 

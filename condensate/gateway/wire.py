@@ -169,6 +169,13 @@ class SessionMeter:
     def conversation_tokens(self, digests: tuple[bytes, ...]) -> int:
         return sum(self.counted.get(d, 0) for d in digests)
 
+    def baseline(self, prompt: int, digests: tuple[bytes, ...]) -> int:
+        """The fixed part of a first request the provider counted ``prompt``: the count less
+        the conversation, kept within half and twice the local count of its text (a count
+        that says more holds what no request shows, and is no baseline)."""
+        rest = prompt - self.conversation_tokens(digests)
+        return min(max(rest, self.fixed_tokens // 2), 2 * self.fixed_tokens)
+
 
 # -- what a reply says ---------------------------------------------------------------------------
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from condensate.curator import VERBATIM_HEADING, replaced_entries, verbatim_items
+from condensate.curator import replaced_entries, verbatim_items
 from condensate.events import AssistantMessage, ToolResult, Window
 from condensate.projector import Entry, Projection
 from condensate.retention import call_files, file_tool, files_of, receipt_file
+from condensate.tiers import VERBATIM_HEADING
 
 FAKE_CURATOR = "fake"
 FAKE_CURATOR_MODEL = "claude-haiku-4-5"

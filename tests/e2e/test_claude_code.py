@@ -39,6 +39,10 @@ a 40k ceiling (a 31.8k line) leaves room for a few large tool results before a w
 BRIEF = "Count things with the shell, one command at a time. BRIEF-MARKER-cc1"
 
 
+NOTES = "Notes on what I found so far: " + "the parser keeps its state in a table; " * 300
+"""A long reply (about 2.7k tokens): cheap tiers never clear what the model said."""
+
+
 def bash(command: str, text: str = "") -> ToolCalls:
     return ToolCalls([Call("Bash", {"command": command})], text=text)
 
@@ -153,7 +157,7 @@ async def test_failures_past_the_line_are_summarized_and_the_session_forked(daem
     on there; no request passes the ceiling (one past the line says why it went on), and the
     held reply is not logged as the model's."""
     fake.queue(
-        *[bash(f"seq {i} {i + 700}; exit 1", text=f"Step {i}.") for i in range(14)],
+        *[bash(f"echo {i}", text=NOTES) for i in range(10)],
         Text("all counted"),
         model=MODEL,
     )

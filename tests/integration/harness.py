@@ -80,4 +80,8 @@ async def runtime_on(
                     yield runtime
                     tasks.cancel_scope.cancel()
             finally:
-                await runner.cleanup()
+                # The CLIs first: an idle one would otherwise live until pytest exits.
+                with anyio.CancelScope(shield=True):
+                    for thread in runtime.threads.values():
+                        await thread.engine.close()
+                    await runner.cleanup()

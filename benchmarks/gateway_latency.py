@@ -1,0 +1,219 @@
+"""Gateway latency: what the daemon's model gateway adds to one model request.
+
+A real daemon (``python -m condensate serve``) runs a Claude Code thread against a fake model
+server in a process of its own; the thread's first turn gives a real Claude Code request (its
+body and headers, as the fake recorded them) and the CLI's gateway pass (read from the CLI's
+environment). Then the same streamed request is sent N times each way, alternating so that
+both see the same machine load:
+
+* **direct**: to the fake, with the daemon's key, as a CLI without Condensate would;
+* **gateway**: to the daemon's ``/gateway/anthropic/v1/messages`` with the pass: checked,
+  measured against the thread's line, forwarded, streamed back, and its usage logged (an
+  SQLite append) before the reply's last event is passed on.
+
+A request is timed from sending it to reading the last byte of its stream. Added latency =
+the gateway's median (p99) less the direct median (p99); the median of the per-pair
+differences is reported too. Target: at most 2 ms added at the median.
+
+    python benchmarks/gateway_latency.py                # a table
+    python benchmarks/gateway_latency.py --json         # one JSON object
+    python benchmarks/gateway_latency.py --requests 20  # CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.integration.daemon import REPO, DaemonProcess, call
+
+MODEL = "anthropic:claude-sonnet-4-5"
+REQUESTS = 300
+TIMEOUT = 90.0
+HOP = frozenset({"host", "content-length", "x-api-key", "authorization", "accept-encoding"})
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def summary(seconds: list[float]) -> dict[str, float]:
+    return {
+        "median_ms": ms(statistics.median(seconds)),
+        "p99_ms": ms(percentile(seconds, 0.99)),
+        "min_ms": ms(min(seconds)),
+    }
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
+
+
+async def first_turn(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, work: Path
+) -> tuple[str, int]:
+    """A Claude Code thread's first turn: the thread, and its CLI's pid."""
+    status, created = await call(
+        session,
+        daemon,
+        "POST",
+        "/threads",
+        {"engine": "claude", "model": MODEL, "cwd": str(work), "brief": "Say hello."},
+    )
+    if status != 201:
+        msg = f"the daemon refused the thread: {created}"
+        raise RuntimeError(msg)
+    thread = str(created["id"])
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        status, page = await call(
+            session, daemon, "GET", f"/threads/{thread}/tail?after=0&limit=1000&wait=10"
+        )
+        events = page["events"] if status == 200 else []
+        if any(e["kind"] == "turn.ended" for e in events):
+            started = [e for e in events if e.get("notice") == "session-started"][-1]
+            pid = next(w for w in started["detail"].split() if w.startswith("pid="))
+            return thread, int(pid[4:])
+    msg = f"the first turn did not end:\n{daemon.log_tail()}"
+    raise RuntimeError(msg)
+
+
+async def timed(
+    session: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str]
+) -> float:
+    started = time.perf_counter()
+    async with session.post(url, data=body, headers=headers) as response:
+        await response.read()
+        if response.status != 200:
+            msg = f"{url} answered {response.status}"
+            raise RuntimeError(msg)
+    return time.perf_counter() - started
+
+
+async def measure(requests: int, work: Path) -> dict[str, Any]:
+    command = [sys.executable, "-m", "condensate.testing.fake_model", "--window", "0"]
+    async with await anyio.open_process(command, cwd=REPO, stderr=subprocess.DEVNULL) as fake:
+        assert fake.stdout is not None
+        url = ""
+        async for chunk in fake.stdout:
+            url += chunk.decode()
+            if "\n" in url:
+                break
+        fake_url = url.strip()
+        home = work / "home"
+        home.mkdir()
+        binary = str(REPO / "node_modules" / ".bin" / "claude")
+        daemon = DaemonProcess(home, fake_url, extra_env={"CONDENSATE_CLAUDE_BINARY": binary})
+        await asyncio.to_thread(daemon.start)
+        try:
+            async with aiohttp.ClientSession() as session:
+                thread, pid = await first_turn(session, daemon, work)
+                credential = environ_of(pid)["ANTHROPIC_API_KEY"]
+                async with session.get(f"{fake_url}/_fake/requests") as answer:
+                    recorded = [
+                        r for r in (await answer.json())["requests"] if r["endpoint"] == "messages"
+                    ]
+                sent = recorded[0]
+                body = json.dumps(sent["body"]).encode()
+                headers = {k: v for k, v in sent["headers"].items() if k.lower() not in HOP}
+                direct_url = f"{fake_url}{sent['path']}"
+                gateway_url = f"{daemon.url}/gateway/anthropic{sent['path']}"
+                direct_headers = {**headers, "x-api-key": "sk-test"}
+                gateway_headers = {**headers, "x-api-key": credential}
+                for _ in range(5):  # warm both paths' connections
+                    await timed(session, direct_url, body, direct_headers)
+                    await timed(session, gateway_url, body, gateway_headers)
+                direct: list[float] = []
+                through: list[float] = []
+                for _ in range(requests):
+                    direct.append(await timed(session, direct_url, body, direct_headers))
+                    through.append(await timed(session, gateway_url, body, gateway_headers))
+                status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
+        finally:
+            await asyncio.to_thread(daemon.close)
+            fake.terminate()
+    ours, theirs = summary(through), summary(direct)
+    return {
+        "request_bytes": len(body),
+        "direct": theirs,
+        "gateway": ours,
+        "added_median_ms": round(ours["median_ms"] - theirs["median_ms"], 3),
+        "added_p99_ms": round(ours["p99_ms"] - theirs["p99_ms"], 3),
+        "paired_added_median_ms": ms(
+            statistics.median(t - d for t, d in zip(through, direct, strict=True))
+        ),
+        "calls_logged": shown["costs"]["calls"] if status == 200 and "costs" in shown else None,
+    }
+
+
+def run(requests: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="condensate-gateway-latency-") as tmp:
+        measured = asyncio.run(measure(requests, Path(tmp)))
+    return {
+        "benchmark": "gateway_latency",
+        "command": shlex.join(["python", *sys.argv]),
+        "machine": {
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+        },
+        "model": MODEL,
+        "requests": requests,
+        **measured,
+    }
+
+
+def table(report: dict[str, Any]) -> str:
+    d, g = report["direct"], report["gateway"]
+    return "\n".join(
+        [
+            f"gateway_latency: {report['requests']} streamed requests each way, "
+            f"{report['request_bytes']:,} bytes (a real Claude Code request); python "
+            f"{report['machine']['python']}, {report['machine']['cpu_count']} cpus; "
+            f"{report['command']}",
+            f"  direct   median {d['median_ms']} ms, p99 {d['p99_ms']} ms (min {d['min_ms']})",
+            f"  gateway  median {g['median_ms']} ms, p99 {g['p99_ms']} ms (min {g['min_ms']})",
+            f"  added: median {report['added_median_ms']} ms, p99 {report['added_p99_ms']} ms, "
+            f"median of pairs {report['paired_added_median_ms']} ms",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--requests", type=int, default=REQUESTS, help="requests each way")
+    args = parser.parse_args(argv)
+    if args.requests < 1:
+        parser.error("--requests must be at least 1")
+    report = run(args.requests)
+    print(json.dumps(report, indent=2) if args.json else table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
