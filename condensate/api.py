@@ -89,6 +89,27 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
             "resolved": _BOOL,
         }
     ),
+    "Tokens": _object({"input": _INT, "cacheWrite": _INT, "cacheRead": _INT, "output": _INT}),
+    "Costs": _object(
+        {
+            "calls": _INT,
+            "tokens": {"$ref": "#/components/schemas/Tokens"},
+            "usd": {"type": ["number", "null"]},
+            "unpriced": {"type": "array", "items": _STR},
+            "sessions": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "session": _STR,
+                        "model": _STR,
+                        "calls": _INT,
+                        "tokens": {"$ref": "#/components/schemas/Tokens"},
+                        "usd": {"type": ["number", "null"]},
+                    }
+                ),
+            },
+        }
+    ),
     "Thread": _object(
         {
             "id": _STR,
@@ -102,6 +123,8 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
             "usage": {"$ref": "#/components/schemas/Usage"},
             "ceiling": _INT,
             "line": _INT,
+            "overLine": _NULLABLE_STR,
+            "costs": {"$ref": "#/components/schemas/Costs"},
             "pendingAsk": {"type": ["object", "null"]},
             "seats": {
                 "type": "array",

@@ -89,12 +89,22 @@ def cmd_threads(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _line_reason(thread: dict[str, Any]) -> str:
-    """Why a line stands above the working ceiling: a head's is the window less the reserves
-    (a baseline-raised ceiling is the ceiling itself)."""
+    """Why a line stands above the working ceiling (a head's is the window less the
+    reserves), and why the last request went on past it, if one did."""
     usage = thread["usage"]
+    why = ""
     if thread["head"] and usage["line"] > usage["ceiling"]:
-        return f"  head: line is the window ({usage['window']:,}) less reserves"
-    return ""
+        why += f"  head: line is the window ({usage['window']:,}) less reserves"
+    if thread.get("overLine"):
+        why += f"  over the line: {thread['overLine']}"
+    return why
+
+
+def _cost(costs: dict[str, Any]) -> str:
+    """The thread's cost at list price, or which model has no price."""
+    if costs["usd"] is not None:
+        return f"${costs['usd']:.4f} ({costs['calls']} calls)"
+    return f"cost unknown: no price for {', '.join(costs['unpriced'])}"
 
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
@@ -104,7 +114,8 @@ def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         usage = t["usage"]
         ask = "  ask pending" if t["pendingAsk"] else ""
         why = _line_reason(t)
-        rows.append(f"{t['id']}  {_usage_bar(usage['used'], usage['line'])}{why}{ask}")
+        bar = _usage_bar(usage["used"], usage["line"])
+        rows.append(f"{t['id']}  {bar}  {_cost(t['costs'])}{why}{ask}")
     _emit(args, data, "\n".join(rows) or "no threads")
     return 0
 

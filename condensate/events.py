@@ -138,6 +138,10 @@ class ModelUsage(_Event):
     side: bool = False
     """A call on another model than the thread's (a CLI's title or quota check): billed,
     but it measures nothing of the thread's prompt."""
+    session: str | None = None
+    """The engine's session the call belongs to (Claude Code's session, Codex's thread)."""
+    usd: float | None = None
+    """The call at its model's list price, stamped when it was logged; None: no price."""
 
     @property
     def prompt(self) -> int:

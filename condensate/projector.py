@@ -92,6 +92,31 @@ class WindowRecord:
 
 
 @dataclass(slots=True)
+class Bill:
+    """Tokens by class and their cost at list price, summed over calls."""
+
+    calls: int = 0
+    input: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+    output: int = 0
+    usd: float = 0.0
+    unpriced: int = 0
+    """Calls whose model has no known price (their cost is not in ``usd``)."""
+
+    def add(self, usage: ModelUsage) -> None:
+        self.calls += 1
+        self.input += usage.input
+        self.cache_write += usage.cache_write
+        self.cache_read += usage.cache_read
+        self.output += usage.output
+        if usage.usd is None:
+            self.unpriced += 1
+        else:
+            self.usd = round(self.usd + usage.usd, 6)
+
+
+@dataclass(slots=True)
 class Requested:
     """A compaction the thread or an operator asked for (queued, or an answer to an ask)."""
 
@@ -139,6 +164,9 @@ class Projection:
     requested: Requested | None = None
     lines_written: dict[str, list[int]] = field(default_factory=dict)
     """System line code -> [human turn, model calls] when it was last written."""
+    billed: dict[str, Bill] = field(default_factory=dict)
+    """``session|model`` -> what the provider billed for the calls of that session on that
+    model (``main`` for the native loop, which has no session of its own)."""
     _index: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
     _calls: dict[str, int] = field(default_factory=dict, repr=False)
     layout: int = field(default=0, repr=False, compare=False)
@@ -193,10 +221,8 @@ class Projection:
                 self._push(
                     Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
                 )
-            case ModelUsage(side=False):
-                self.calls += 1
-                self.anchor = Anchor(seq, event.prompt, self.view_tokens)
-                self.refusal = None
+            case ModelUsage():
+                self._counted(seq, event)
             case ModelRefused():
                 self.refusal = event.tokens or 0
             case Window():
@@ -236,6 +262,22 @@ class Projection:
                 self.requested = Requested(
                     seq, event.mode, event.by, event.summary, event.keep_from, None
                 )
+
+    def _counted(self, seq: int, usage: ModelUsage) -> None:
+        """A call's count: billed; and, unless it was a side call on another model, the
+        anchor the meter measures from."""
+        self._bill(usage)
+        if not usage.side:
+            self.calls += 1
+            self.anchor = Anchor(seq, usage.prompt, self.view_tokens)
+            self.refusal = None
+
+    def _bill(self, usage: ModelUsage) -> None:
+        key = f"{usage.session or 'main'}|{usage.model or self.model}"
+        bill = self.billed.get(key)
+        if bill is None:
+            bill = self.billed[key] = Bill()
+        bill.add(usage)
 
     def _batch_of(self, call_id: str | None, default: int) -> int:
         """The seq of the assistant message that made ``call_id`` (a recent call: searched
@@ -370,8 +412,19 @@ def _dump(p: Projection) -> dict[str, Any]:
         for name in Projection.__dataclass_fields__
         if not name.startswith("_")
         and name
-        not in ("entries", "anchor", "windows", "ask", "approvals", "requested", "layout", "memo")
+        not in (
+            "entries",
+            "anchor",
+            "windows",
+            "ask",
+            "approvals",
+            "requested",
+            "billed",
+            "layout",
+            "memo",
+        )
     }
+    data["billed"] = {key: asdict(bill) for key, bill in p.billed.items()}
     data["entries"] = [
         {
             **{k: v for k, v in asdict_entry(e).items() if k != "event"},
@@ -403,6 +456,7 @@ def _load(data: dict[str, Any]) -> Projection:
     approvals = [ApprovalRequested.model_validate(a) for a in data.pop("approvals", [])]
     requested = data.pop("requested")
     calls = data.pop("open_calls")
+    billed = {key: Bill(**bill) for key, bill in data.pop("billed", {}).items()}
     projection = Projection(
         **data,
         entries=entries,
@@ -411,6 +465,7 @@ def _load(data: dict[str, Any]) -> Projection:
         ask=None if ask is None else AskOpened.model_validate(ask),
         approvals={a.approval_id: a for a in approvals},
         requested=None if requested is None else Requested(**requested),
+        billed=billed,
     )
     projection._index = {e.seq: i for i, e in enumerate(entries)}
     projection._calls = {str(k): int(v) for k, v in calls.items()}

@@ -21,7 +21,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from condensate import admission, approvals, asks
+from condensate import admission, approvals, asks, prices
 from condensate import planner as planning
 from condensate.admission import Admission
 from condensate.curator import Curator, Miss, carry_out
@@ -152,8 +152,10 @@ class Runtime:
     # -- the log ---------------------------------------------------------------------------
 
     async def append(self, thread: Thread, events: Event | Sequence[Event]) -> list[Stored]:
-        """Write to the log, then fold into the view: the view never runs ahead of the log."""
+        """Write to the log, then fold into the view: the view never runs ahead of the log.
+        A call's count is stamped with its cost at list price on the way."""
         batch = [events] if not isinstance(events, Sequence) else list(events)
+        batch = [self._priced(e) if isinstance(e, ModelUsage) else e for e in batch]
         # One append at a time per thread: two writers (a turn and an HTTP steer) would
         # otherwise fold their events out of seq order.
         # Shielded once begun: a cancellation (an interrupt) between the write and the fold
@@ -163,6 +165,13 @@ class Runtime:
                 stored = await self._write_and_fold(thread, batch)
         thread.notify()
         return stored
+
+    def _priced(self, usage: ModelUsage) -> ModelUsage:
+        if usage.usd is not None:
+            return usage
+        tokens = prices.Tokens(usage.input, usage.cache_write, usage.cache_read, usage.output)
+        usd = prices.cost(usage.model, tokens, self.settings.model_prices)
+        return usage if usd is None else usage.model_copy(update={"usd": usd})
 
     # -- what the gateway learns -------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from condensate.errors import CondensateError, ConfigError, Refused
 from condensate.events import Engine
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
+from condensate.projector import Bill, Projection
 from condensate.providers import parse_model
 from condensate.runtime import Runtime, Thread
 from condensate.store import DEFAULT_LIMIT
@@ -192,6 +193,46 @@ def _thread(request: web.Request) -> Thread:
     return request.app[RUNTIME].get(request.match_info["thread_id"])
 
 
+def _tokens(bill: Bill) -> dict[str, int]:
+    return {
+        "input": bill.input,
+        "cacheWrite": bill.cache_write,
+        "cacheRead": bill.cache_read,
+        "output": bill.output,
+    }
+
+
+def costs_json(view: Projection) -> dict[str, Any]:
+    """What the provider billed for the thread, by token class, with the cost at list price
+    (``usd`` is None while any call's model has no price), per session and model."""
+    total = Bill()
+    sessions = []
+    unpriced: set[str] = set()
+    for key, bill in sorted(view.billed.items()):
+        session, _, model = key.partition("|")
+        for name in ("calls", "input", "cache_write", "cache_read", "output", "unpriced"):
+            setattr(total, name, getattr(total, name) + getattr(bill, name))
+        total.usd = round(total.usd + bill.usd, 6)
+        if bill.unpriced:
+            unpriced.add(model)
+        sessions.append(
+            {
+                "session": session,
+                "model": model,
+                "calls": bill.calls,
+                "tokens": _tokens(bill),
+                "usd": None if bill.unpriced else bill.usd,
+            }
+        )
+    return {
+        "calls": total.calls,
+        "tokens": _tokens(total),
+        "usd": None if unpriced else total.usd,
+        "unpriced": sorted(unpriced),
+        "sessions": sessions,
+    }
+
+
 def thread_json(runtime: Runtime, thread: Thread) -> dict[str, Any]:
     usage = runtime.usage(thread)
     view = thread.projection
@@ -215,6 +256,8 @@ def thread_json(runtime: Runtime, thread: Thread) -> dict[str, Any]:
         },
         "ceiling": usage.ceiling,
         "line": usage.line,
+        "overLine": thread.over_line,
+        "costs": costs_json(view),
         "pendingAsk": None if view.ask is None else view.ask.model_dump(mode="json"),
         "seats": [
             {"seat": seat, "session": session or None} for seat, session in thread.seats.items()

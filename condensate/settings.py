@@ -15,6 +15,7 @@ from condensate.ceilings import CeilingSettings
 from condensate.curator import CuratorSettings
 from condensate.errors import ConfigError
 from condensate.planner import PlannerSettings
+from condensate.prices import Price
 from condensate.providers import Endpoint, ProviderSettings
 from condensate.providers._http import RetryPolicy, Timeouts
 
@@ -75,6 +76,9 @@ class Settings(BaseSettings):
     """The deadline for one whole provider call, every retry and wait included."""
     provider_read_timeout_s: float = Field(default=120.0, gt=0)
     """The longest a provider may stay silent: before its headers, or between two chunks."""
+    model_prices: dict[str, Price] = Field(default_factory=dict)
+    """List prices the table does not know, US dollars per million tokens, as JSON:
+    ``{"openai:gpt-5.5": {"input": 2, "output": 16, "cache_read": 0.2, "cache_write": 2}}``."""
     model_windows: dict[str, int] = Field(default_factory=dict)
     """Explicit windows by model, as JSON: ``{"chat:qwen3-coder": 32768}``."""
 

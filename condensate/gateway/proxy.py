@@ -365,6 +365,7 @@ class Gateway:
             model=reply.model or call.shape.model,
             message_id=reply.message_id,
             measured=call.measured,
+            session=call.session or self.passes.engine_sessions.get(call.grant.thread_id),
         )
         meter = call.meter
         first = meter is not None and meter.anchor is None

@@ -4,13 +4,16 @@ logged by the gateway with its measurement beside it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
 import pytest
 
+from condensate import prices
 from condensate.engine import ThreadSpec
-from condensate.events import BaselineMeasured, Engine, ModelUsage
+from condensate.events import BaselineMeasured, Engine, EngineNotice, ModelUsage
+from condensate.server import costs_json
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.integration.test_runtime import running
 
@@ -94,3 +97,70 @@ async def test_each_calls_count_is_the_providers_logged_by_the_gateway(
     baselines = [e for e in events if isinstance(e, BaselineMeasured)]
     assert baselines, "no baseline measured from the first request"
     assert 0 < baselines[0].tokens < usages[0].prompt
+
+
+PRICES = {
+    "openai:gpt-5.5": {"input": 2.0, "output": 16.0, "cache_read": 0.2, "cache_write": 2.0},
+}
+"""gpt-5.5 is not in the list-price table: the setting gives its price."""
+
+
+@pytest.mark.parametrize(("engine", "model", "tool", "endpoint"), CASES)
+async def test_a_threads_costs_match_what_the_provider_billed(
+    tmp_path: Path,
+    fake: FakeModelServer,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    engine: Engine,
+    model: str,
+    tool: str,
+    endpoint: str,
+) -> None:
+    """The thread's costs (GET /threads/:id's ``costs``) sum, by token class, exactly what the
+    fake billed for the thread's calls, priced at the list price (the table's, or
+    CONDENSATE_MODEL_PRICES'), under the session the calls belong to."""
+    monkeypatch.setenv("CONDENSATE_MODEL_PRICES", json.dumps(PRICES))
+    bare = model.split(":", 1)[1]
+    fake.queue(shell(engine, "seq 1 200"), Text("done"), model=bare)
+    async with running(tmp_path / "home", fake=fake) as runtime:
+        thread = await runtime.create(
+            ThreadSpec(engine=engine, model=model, cwd=str(workdir), brief="count")
+        )
+        with anyio.fail_after(90):
+            await thread.turn_done.wait()
+        costs = costs_json(thread.projection)
+        sessions = [
+            s.event.session_id
+            for s in runtime.log.replay(thread.thread_id)
+            if isinstance(s.event, EngineNotice)
+        ]
+    calls = [r for r in fake.requests if r.endpoint == endpoint and r.model == bare]
+    price = prices.price_of(model, {k: prices.Price(**v) for k, v in PRICES.items()})
+    assert price is not None
+    expected = prices.Tokens()
+    usd = 0.0
+    for r in calls:
+        assert r.usage is not None
+        write = r.cache_write if endpoint == "messages" else 0
+        billed = prices.Tokens(
+            r.input_tokens - r.cache_read - write, write, r.cache_read, r.usage["output_tokens"]
+        )
+        usd += billed.cost(price)
+        expected = prices.Tokens(
+            expected.input + billed.input,
+            expected.cache_write + billed.cache_write,
+            expected.cache_read + billed.cache_read,
+            expected.output + billed.output,
+        )
+    assert costs["calls"] == len(calls)
+    assert costs["tokens"] == {
+        "input": expected.input,
+        "cacheWrite": expected.cache_write,
+        "cacheRead": expected.cache_read,
+        "output": expected.output,
+    }
+    assert costs["usd"] == pytest.approx(usd, abs=1e-5)
+    assert costs["usd"] > 0
+    (session,) = costs["sessions"]
+    assert session["session"] in sessions
+    assert session["model"] == bare
