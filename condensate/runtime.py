@@ -480,6 +480,10 @@ class Runtime:
         if cut.needs_curator:
             result = await self.curator.summarize(thread.projection, cut, thread.spec.model)
         window = carry_out(cut, result, thread.projection.last_seq, self.clock())
+        ask = thread.projection.ask
+        if window is not None and window.ask is None and ask is not None:
+            # A window that overtakes an open ask closes it: the next crossing asks anew.
+            window = window.model_copy(update={"ask": ask.ask_id})
         if window is None:
             reason = result.reason if isinstance(result, Miss) else "no summary"
             await self.append(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import structlog
 
@@ -50,6 +50,13 @@ BASELINE_TOKENS = 20_000
 this estimate as the meter's anchor."""
 MAX_RESTARTS_PER_TURN = 12
 Start = Literal["first", "fresh", "fork", "resume"]
+
+
+def _finished(result: dict[str, Any]) -> bool:
+    """A result that ends the turn the model's way: neither cut short by an interrupt nor
+    ended by the gateway's own reply."""
+    said = str(result.get("result") or "")
+    return result.get("subtype") == "success" and not said.startswith(HELD_MARK)
 
 
 class ClaudeCodeEngine(TurnReader):
@@ -217,6 +224,11 @@ class ClaudeCodeEngine(TurnReader):
                 message = await self._window_start(ctx, forced=True)
                 continue
             if read.window or self.window_pending:
+                if _finished(result):
+                    # The CLI ended the turn by itself before the window could act: the turn
+                    # is done, and the next one starts its session with the window.
+                    self.window_pending = True
+                    return TurnOutcome("completed", "", last_text)
                 message = await self._window_start(ctx, forced=False)
                 continue
             if result.get("is_error"):

@@ -92,6 +92,7 @@ class TurnReader:
             log.debug("codex_between_turns", thread=ctx.thread_id, method=stale.get("method"))
         read = _Read("completed")
         self.turn_id = ""
+        self.responses.held = False
         if self.spec.permissions == "ask":
             server.approver = partial(self._approve, ctx)
         try:

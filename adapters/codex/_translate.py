@@ -198,6 +198,8 @@ class Responses:
     """The items of a Codex thread's responses, gathered between token counts."""
 
     def __init__(self, *, counts: bool = True) -> None:
+        self.held = False
+        """The gateway ended the current turn with its own reply (reset at each turn)."""
         self.counts = counts
         """Codex's token updates are the responses' counts; off when the gateway logs them
         (an update then only says that a response is complete)."""
@@ -222,7 +224,9 @@ class Responses:
         kind = item.get("type")
         if kind == "agentMessage":
             text = str(item.get("text") or "")
-            if text and not text.startswith(HELD_MARK):  # the gateway's own reply: not logged
+            if text.startswith(HELD_MARK):  # the gateway's own reply: not logged
+                self.held = True
+            elif text:
                 self.gathered.text.append(text)
             return []
         call = call_of(item)

@@ -194,6 +194,10 @@ class CodexEngine(TurnReader):
                 read.window = True
             if read.window or self.window_pending:
                 await self._new_thread(ctx, with_window=True)
+                if read.status == "completed" and not self.responses.held:
+                    # Codex ended the turn by itself before the window could act: the turn
+                    # is done; the next one goes on in the new thread.
+                    return TurnOutcome("completed", "", last_text)
                 message = CONTINUE
                 continue
             if read.status != "completed":

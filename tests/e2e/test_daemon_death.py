@@ -10,12 +10,14 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 
 import aiohttp
 import anyio
 
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
 from tests.e2e.conftest import CLAUDE, CODEX
+from tests.e2e.log import started_pid, turn_ended
 from tests.integration.daemon import DaemonProcess, call
 from tests.integration.procs import alive, descendants
 
@@ -88,3 +90,60 @@ async def test_a_sigkilled_daemon_leaves_no_cli_running(tmp_path, fake, workdir)
         daemon.kill()
     assert left == {}, left
     assert later == seen
+
+
+def pass_of(pid: int) -> str:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = dict(item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return pairs[b"ANTHROPIC_API_KEY"].decode()
+
+
+async def test_a_cli_pass_is_worth_nothing_after_the_daemon_restarts(tmp_path, fake, workdir):
+    """A CLI's gateway pass is signed by a secret the daemon holds in memory only: after a
+    SIGKILL and a restart, a request with the old pass is refused (401 invalid-gateway-pass,
+    Anthropic's shape) and never reaches the provider."""
+    fake.queue(Text("hello"), model=CLAUDE_MODEL)
+    daemon = DaemonProcess(
+        tmp_path / "home", fake.url, extra_env={"CONDENSATE_CLAUDE_BINARY": str(CLAUDE)}
+    )
+    daemon.home.mkdir()
+    daemon.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            status, created = await call(
+                session,
+                daemon,
+                "POST",
+                "/threads",
+                {
+                    "engine": "claude",
+                    "model": f"anthropic:{CLAUDE_MODEL}",
+                    "cwd": str(workdir),
+                    "brief": "say hello",
+                },
+            )
+            assert status == 201, created
+            events = await turn_ended(session, daemon, str(created["id"]))
+            old = pass_of(started_pid(events))
+            assert daemon.process is not None
+            os.kill(daemon.process.pid, signal.SIGKILL)
+            daemon.process.wait(timeout=10)
+            daemon.start()
+            before = generations(fake)
+            body = {
+                "model": CLAUDE_MODEL,
+                "max_tokens": 16,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
+            async with session.post(
+                f"{daemon.url}/gateway/anthropic/v1/messages",
+                json=body,
+                headers={"x-api-key": old, "anthropic-version": "2023-06-01"},
+            ) as answer:
+                status, refused = answer.status, await answer.json()
+    finally:
+        daemon.kill()
+    assert status == 401
+    assert refused["type"] == "error"
+    assert "invalid-gateway-pass" in refused["error"]["message"]
+    assert generations(fake) == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import anyio
@@ -14,7 +15,8 @@ from adapters import ENGINES
 from condensate import asks
 from condensate.engine import EngineFactory, ThreadSpec
 from condensate.errors import Refused
-from condensate.events import UserMessage, now_utc
+from condensate.events import UserMessage, Window, now_utc
+from condensate.planner import Ask, Cut
 from condensate.runtime import Runtime, Thread
 from condensate.testing.fake_model import FakeModelServer, Text
 from tests.integration.harness import runtime_on
@@ -115,3 +117,20 @@ async def runtime_append_soon(
 
     tasks.start_soon(go)
     return done
+
+
+async def test_a_window_that_overtakes_an_open_ask_closes_it(tmp_path):
+    """A window the runtime takes while an ask is open (a forced one, or one on the request
+    the gateway held) closes that ask: the window names it and the view has no ask left, so
+    the next crossing asks anew instead of cutting on the old ask's deadline."""
+    async with running(tmp_path) as runtime:
+        thread = await idle_thread(runtime, tmp_path)
+        usage = runtime.usage(thread)
+        deadline = now_utc() + timedelta(minutes=5)
+        await asks.open_ask(runtime, thread, Ask(usage, deadline))
+        opened = thread.projection.ask
+        assert opened is not None
+        window = await runtime.carry_out(thread, Cut(usage, "microcompact", "test", 0, ()))
+    assert isinstance(window, Window)
+    assert window.ask == opened.ask_id
+    assert thread.projection.ask is None

@@ -33,7 +33,9 @@ def decide(b: ThreadBuilder) -> Decision:
     return plan(b.view, usage(b), SETTINGS, b.clock)
 
 
-def take(b: ThreadBuilder, decision: Decision, summary: str = "summary", tokens: int = 2_000) -> Window:
+def take(
+    b: ThreadBuilder, decision: Decision, summary: str = "summary", tokens: int = 2_000
+) -> Window:
     """Carry a cut out the way the runtime does: append its window event."""
     assert isinstance(decision, Cut)
     author = decision.author or ("curator" if decision.kind == "summary" else None)

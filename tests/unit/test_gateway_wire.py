@@ -1,0 +1,862 @@
+"""What the model gateway reads and writes on the wire, and the passes it checks (spec:
+"Model gateway"; design.md §6): pure functions, no sockets."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from condensate.gateway.passes import Passes, PassRefused
+from condensate.gateway.wire import (
+    HELD_MARK,
+    Api,
+    ReplyUsage,
+    RequestShape,
+    SessionMeter,
+    SseSplitter,
+    credential_of,
+    error_body,
+    held_reply,
+    held_stream,
+    held_text,
+    result_ids,
+    session_of,
+    with_receipts,
+)
+from condensate.tokens import MESSAGE_OVERHEAD
+
+
+@dataclass(frozen=True)
+class Words:
+    """A counter whose counts a test can read off: one token a word."""
+
+    name: str = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def cost(text: str) -> int:
+    """What Words counts for one message holding ``text``."""
+    return len(text.split()) + MESSAGE_OVERHEAD
+
+
+def shape(*messages: str, system: str = "you are a careful agent") -> RequestShape:
+    body = {"model": "m", "system": system, "messages": [user(m) for m in messages]}
+    return RequestShape.of("anthropic", body)
+
+
+# -- credentials and sessions --------------------------------------------------------------------
+
+
+def test_credential_is_the_api_key_when_there_is_one():
+    """Claude Code's x-api-key is the pass, even with a bearer token beside it."""
+    headers = {"x-api-key": " cgw1.t.s.m ", "Authorization": "Bearer other"}
+    assert credential_of(headers) == "cgw1.t.s.m"
+
+
+def test_credential_is_the_bearer_token_without_an_api_key():
+    """Without x-api-key the pass is the bearer token, stripped."""
+    assert credential_of({"Authorization": "Bearer  cgw1.t.s.m "}) == "cgw1.t.s.m"
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr"])
+def test_the_bearer_scheme_is_case_insensitive(scheme: str):
+    """'Bearer' is matched in any case."""
+    assert credential_of({"Authorization": f"{scheme} tok"}) == "tok"
+
+
+def test_an_empty_api_key_falls_back_to_the_bearer_token():
+    """An empty x-api-key is no key."""
+    assert credential_of({"x-api-key": "", "Authorization": "Bearer tok"}) == "tok"
+
+
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Basic dXNlcjpwYXNz"}, {"Authorization": "Bearer"}]
+)
+def test_no_credential_is_empty(headers: dict[str, str]):
+    """No key and no bearer token is the empty credential."""
+    assert credential_of(headers) == ""
+
+
+def test_claude_codes_session_header_names_the_session():
+    """Claude Code names its session in x-claude-code-session-id."""
+    assert session_of({"x-claude-code-session-id": " abc "}) == "abc"
+
+
+def test_codexs_thread_header_names_the_session():
+    """Codex names its thread in thread-id."""
+    assert session_of({"thread-id": "th_1"}) == "th_1"
+
+
+def test_no_session_header_is_none():
+    """A request naming no session has None, and an empty header is no name."""
+    assert session_of({"x-api-key": "k"}) is None
+    assert session_of({"thread-id": ""}) is None
+
+
+# -- error bodies --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (401, "authentication_error"),
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (502, "api_error"),
+        (503, "api_error"),
+    ],
+)
+def test_anthropic_errors_have_anthropics_shape(status: int, kind: str):
+    """An Anthropic error is {"type": "error", "error": {type, message}}, its type by
+    status, and the code in the message (the shape has no code field)."""
+    body = error_body("anthropic", status, "stale-session", "Session s is retired.")
+    assert body == {
+        "type": "error",
+        "error": {"type": kind, "message": "Session s is retired. (stale-session)"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(401, "invalid_request_error"), (502, "server_error")]
+)
+def test_openai_errors_have_openais_shape(status: int, kind: str):
+    """An OpenAI error is {"error": {message, type, param, code}}."""
+    body = error_body("openai", status, "no-gateway-pass", "No pass.")
+    assert body == {
+        "error": {"message": "No pass.", "type": kind, "param": None, "code": "no-gateway-pass"}
+    }
+
+
+# -- request shapes ------------------------------------------------------------------------------
+
+
+def test_an_anthropic_request_is_system_and_tools_then_messages():
+    """The fixed part is the system prompt and tool schemas; each message is one entry,
+    as sorted JSON."""
+    body = {
+        "model": "claude-x",
+        "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "read", "description": "reads a file"}],
+        "messages": [{"content": "hi", "role": "user"}, {"role": "assistant", "content": "yo"}],
+        "stream": True,
+    }
+    got = RequestShape.of("anthropic", body)
+    assert got.model == "claude-x"
+    assert got.fixed.split("\n") == ["be brief", "read", "reads a file"]
+    assert got.messages == (
+        '{"content": "hi", "role": "user"}',
+        '{"content": "yo", "role": "assistant"}',
+    )
+    assert got.stream
+
+
+def test_a_responses_request_is_instructions_and_tools_then_input_items():
+    """On the Responses API the fixed part is the instructions and tools; the input items
+    are the conversation."""
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+    ]
+    body = {
+        "model": "gpt-x",
+        "instructions": "be brief",
+        "tools": [{"type": "function", "name": "shell"}],
+        "input": items,
+        "system": "ignored on this API",
+    }
+    got = RequestShape.of("openai", body)
+    assert got.fixed.split("\n") == ["be brief", "shell"]  # "type" is syntax, not text
+    assert got.messages == tuple(json.dumps(i, sort_keys=True) for i in items)
+    assert not got.stream
+
+
+def test_a_string_input_is_one_user_message():
+    """A Responses request whose input is a string holds one user message."""
+    got = RequestShape.of("openai", {"model": "gpt-x", "input": "hello there"})
+    assert got.messages == (json.dumps({"content": "hello there", "role": "user"}),)
+
+
+def test_a_request_without_a_conversation_has_no_messages():
+    """Missing or malformed conversations are empty, not errors."""
+    assert RequestShape.of("anthropic", {"messages": "nope"}).messages == ()
+    assert RequestShape.of("openai", {}).messages == ()
+
+
+def test_equal_messages_are_equal_texts_whatever_their_key_order():
+    """Key order does not change a message's text (digests depend on it)."""
+    one = RequestShape.of("anthropic", {"messages": [{"role": "user", "content": "x"}]})
+    two = RequestShape.of("anthropic", {"messages": [{"content": "x", "role": "user"}]})
+    assert one.messages == two.messages
+
+
+# -- the session meter ---------------------------------------------------------------------------
+
+
+def test_a_first_request_is_counted_whole():
+    """A session's first request is the fixed part plus every message, counted locally."""
+    meter = SessionMeter(Words())
+    size, digests = meter.measure(shape("one two", "three"))
+    assert size == 5 + cost("one two") + cost("three")
+    assert len(digests) == 2
+
+
+def test_a_first_request_with_a_baseline_uses_it_as_its_fixed_part():
+    """A baseline given for a first request stands in for the local count of its fixed
+    part."""
+    meter = SessionMeter(Words())
+    size, _ = meter.measure(shape("one two"), baseline=1_000)
+    assert size == 1_000 + cost("one two")
+
+
+def test_a_request_that_extends_the_last_is_its_count_plus_the_new_messages():
+    """Once the provider counted a request, the next one that appends to it is that count
+    plus a local count of what was appended."""
+    meter = SessionMeter(Words())
+    _, digests = meter.measure(shape("one two", "three"))
+    meter.answered(digests, 900)
+    size, _ = meter.measure(shape("one two", "three", "four five six"))
+    assert size == 900 + cost("four five six")
+
+
+def test_a_request_equal_to_the_last_is_its_count():
+    """A request that appends nothing is the provider's count of the last one."""
+    meter = SessionMeter(Words())
+    _, digests = meter.measure(shape("one two"))
+    meter.answered(digests, 321)
+    assert meter.measure(shape("one two"))[0] == 321
+
+
+def test_a_request_that_rewrites_history_is_counted_whole():
+    """A request whose earlier message changed does not extend the last: it is counted
+    whole, not as the anchor plus a delta."""
+    meter = SessionMeter(Words())
+    _, digests = meter.measure(shape("one two", "three"))
+    meter.answered(digests, 900)
+    size, _ = meter.measure(shape("[receipt]", "three", "four"))
+    assert size == 5 + cost("[receipt]") + cost("three") + cost("four")
+
+
+def test_a_shorter_request_is_counted_whole():
+    """A request holding less than the last (a compacted history) is counted whole."""
+    meter = SessionMeter(Words())
+    _, digests = meter.measure(shape("one two", "three"))
+    meter.answered(digests, 900)
+    assert meter.measure(shape("one two"))[0] == 5 + cost("one two")
+
+
+def test_a_request_before_any_reply_is_counted_whole():
+    """Without a provider count yet, a second request is counted whole too."""
+    meter = SessionMeter(Words())
+    meter.measure(shape("one"))
+    assert meter.measure(shape("one", "two"))[0] == 5 + cost("one") + cost("two")
+
+
+def test_the_baseline_is_the_count_less_the_conversation():
+    """A first request's baseline is the provider's count less the conversation's local
+    count."""
+    meter = SessionMeter(Words())
+    _, digests = meter.measure(shape("one two", system="a b c d e f g h i j"))
+    assert meter.baseline(cost("one two") + 14, digests) == 14
+
+
+def test_the_baseline_is_at_most_twice_the_local_fixed_count():
+    """A count far above the request (it holds what no request shows) gives twice the
+    local count of the fixed part."""
+    meter = SessionMeter(Words())
+    _, digests = meter.measure(shape("one two", system="a b c d e f g h i j"))
+    assert meter.baseline(cost("one two") + 1_000, digests) == 20
+
+
+def test_the_baseline_is_at_least_half_the_local_fixed_count():
+    """A count below the conversation's gives half the local count of the fixed part."""
+    meter = SessionMeter(Words())
+    _, digests = meter.measure(shape("one two", system="a b c d e f g h i j"))
+    assert meter.baseline(1, digests) == 5
+
+
+# -- reply usage ---------------------------------------------------------------------------------
+
+
+def done(usage: ReplyUsage) -> bool:
+    """Whether the call can be logged (read through a call: mypy would keep a narrowed
+    attribute across the reads that change it)."""
+    return usage.complete
+
+
+def test_anthropic_stream_usage_is_complete_at_message_delta():
+    """message_start carries the prompt's counts, message_delta the output; the call is
+    complete once the delta arrived."""
+    usage = ReplyUsage()
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "model": "claude-x",
+            "usage": {
+                "input_tokens": 10,
+                "cache_read_input_tokens": 1_000,
+                "cache_creation_input_tokens": 50,
+                "output_tokens": 1,
+            },
+        },
+    }
+    usage.read_event("anthropic", start)
+    assert usage.seen
+    assert not done(usage)
+    usage.read_event("anthropic", {"type": "content_block_delta", "delta": {"text": "x"}})
+    assert not done(usage)
+    usage.read_event("anthropic", {"type": "message_delta", "usage": {"output_tokens": 77}})
+    assert done(usage)
+    assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (10, 1_000, 50, 77)
+    assert usage.prompt == 1_060
+    assert (usage.message_id, usage.model) == ("msg_1", "claude-x")
+
+
+def test_anthropic_message_stop_completes_a_reply_whose_counts_were_seen():
+    """message_stop completes the call when a count arrived before it."""
+    usage = ReplyUsage()
+    usage.read_event(
+        "anthropic",
+        {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 5}}},
+    )
+    usage.read_event("anthropic", {"type": "message_stop"})
+    assert usage.complete
+    assert usage.prompt == 5
+
+
+def test_anthropic_message_stop_without_counts_is_not_complete():
+    """message_stop with no count seen leaves the call incomplete (nothing to log)."""
+    usage = ReplyUsage()
+    usage.read_event("anthropic", {"type": "message_start", "message": {"id": "m"}})
+    usage.read_event("anthropic", {"type": "message_stop"})
+    assert not usage.seen
+    assert not usage.complete
+
+
+def test_responses_completed_counts_the_uncached_part_as_input():
+    """OpenAI counts cached tokens inside input_tokens: input is the uncached rest and
+    cache_read the cached part, so the prompt is input_tokens."""
+    usage = ReplyUsage()
+    usage.read_event("openai", {"type": "response.created", "response": {"id": "r"}})
+    assert not done(usage)
+    completed = {
+        "type": "response.completed",
+        "response": {
+            "id": "resp_1",
+            "model": "gpt-x",
+            "usage": {
+                "input_tokens": 1_000,
+                "input_tokens_details": {"cached_tokens": 800},
+                "output_tokens": 20,
+            },
+        },
+    }
+    usage.read_event("openai", completed)
+    assert usage.complete
+    assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (200, 800, 0, 20)
+    assert usage.prompt == 1_000
+    assert (usage.message_id, usage.model) == ("resp_1", "gpt-x")
+
+
+def test_responses_completed_without_usage_is_not_complete():
+    """A completed event without counts is no count."""
+    usage = ReplyUsage()
+    usage.read_event("openai", {"type": "response.completed", "response": {"id": "r"}})
+    assert not usage.complete
+
+
+def test_a_whole_anthropic_body_is_read_at_once():
+    """A non-streamed Anthropic reply carries its whole usage: complete at once."""
+    usage = ReplyUsage()
+    body = {
+        "id": "msg_2",
+        "model": "claude-x",
+        "usage": {"input_tokens": 3, "cache_read_input_tokens": 7, "output_tokens": 2},
+    }
+    usage.read_body("anthropic", body)
+    assert usage.complete
+    assert (usage.prompt, usage.output, usage.message_id) == (10, 2, "msg_2")
+
+
+def test_a_whole_responses_body_is_read_at_once():
+    """A non-streamed Responses reply: input less cached, complete at once."""
+    usage = ReplyUsage()
+    body = {
+        "id": "resp_2",
+        "usage": {"input_tokens": 50, "input_tokens_details": {"cached_tokens": 30}},
+    }
+    usage.read_body("openai", body)
+    assert usage.complete
+    assert (usage.input, usage.cache_read, usage.prompt) == (20, 30, 50)
+
+
+def test_a_body_that_is_not_an_object_is_ignored():
+    """A list or a string body leaves the usage unseen."""
+    usage = ReplyUsage()
+    usage.read_body("anthropic", ["no"])
+    usage.read_event("anthropic", "no")
+    assert not usage.seen
+    assert not usage.complete
+
+
+# -- SSE splitting -------------------------------------------------------------------------------
+
+
+def test_an_event_split_across_chunks_comes_out_once_complete():
+    """A partial event waits for the chunk that completes it."""
+    splitter = SseSplitter()
+    assert splitter.feed(b'event: ping\ndata: {"a"') == []
+    assert splitter.feed(b": 1}\n") == []
+    assert splitter.feed(b'\ndata: {"b": 2}\n\n') == [{"a": 1}, {"b": 2}]
+    assert splitter.buffer == b""
+
+
+def test_every_event_a_chunk_completes_comes_out_in_order():
+    """One chunk may complete several events."""
+    chunk = b"".join(f'data: {{"n": {n}}}\n\n'.encode() for n in range(3))
+    assert SseSplitter().feed(chunk) == [{"n": 0}, {"n": 1}, {"n": 2}]
+
+
+def test_crlf_line_endings_split_events():
+    """Events whose lines end in CRLF are split like LF ones."""
+    stream = b'event: a\r\ndata: {"a": 1}\r\n\r\nevent: b\r\ndata: {"b": 2}\r\n\r\n'
+    assert SseSplitter().feed(stream) == [{"a": 1}, {"b": 2}]
+
+
+def test_crlf_split_between_its_cr_and_lf_still_splits_events():
+    """A chunk boundary between the CR and the LF of a CRLF loses no event (a stream is cut
+    into chunks wherever the network cuts it)."""
+    stream = b'data: {"a": 1}\r\n\r\ndata: {"b": 2}\r\n\r\n'
+    cut = stream.index(b"\r\n\r\n") + 3  # after the second CR
+    splitter = SseSplitter()
+    events = splitter.feed(stream[:cut]) + splitter.feed(stream[cut:])
+    assert events == [{"a": 1}, {"b": 2}]
+
+
+def test_crlf_fed_byte_by_byte_still_splits_events():
+    """Fed one byte at a time, a CRLF stream gives the same events."""
+    stream = b'data: {"a": 1}\r\n\r\ndata: {"b": 2}\r\n\r\n'
+    splitter = SseSplitter()
+    events: list[Any] = []
+    for i in range(len(stream)):
+        events += splitter.feed(stream[i : i + 1])
+    assert events == [{"a": 1}, {"b": 2}]
+
+
+def test_several_data_lines_are_one_json_text():
+    """An event's data lines are joined with newlines before parsing."""
+    assert SseSplitter().feed(b'data: {"a":\ndata: [1,\ndata: 2]}\n\n') == [{"a": [1, 2]}]
+
+
+def test_data_that_is_not_json_is_none():
+    """An event whose data is not JSON comes out as None (e.g. OpenAI's [DONE])."""
+    assert SseSplitter().feed(b"data: [DONE]\n\n") == [None]
+
+
+def test_events_without_data_are_skipped():
+    """Comments and events without data lines give nothing."""
+    assert SseSplitter().feed(b": keep-alive\n\nevent: ping\n\n") == []
+
+
+# -- Condensate's own replies ----------------------------------------------------------------
+
+
+def events_of(stream: bytes) -> list[dict[str, Any]]:
+    events = SseSplitter().feed(stream)
+    assert all(isinstance(e, dict) for e in events)
+    return events
+
+
+def test_held_text_starts_with_the_mark():
+    """A reply the gateway wrote begins with HELD_MARK, so no engine logs it as the
+    model's."""
+    assert held_text("windows paused").startswith(HELD_MARK)
+    assert held_text("windows paused").endswith("windows paused")
+
+
+def test_held_anthropic_stream_is_anthropics_event_sequence():
+    """The Anthropic held stream is message_start, one text block, message_delta ending
+    the turn, message_stop."""
+    events = events_of(held_stream("anthropic", "claude-x", "held", "msg_h"))
+    assert [e["type"] for e in events] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert events[0]["message"]["id"] == "msg_h"
+    assert events[0]["message"]["model"] == "claude-x"
+    assert events[4]["delta"]["stop_reason"] == "end_turn"
+
+
+def test_held_anthropic_stream_names_its_sse_events():
+    """Each SSE event's name is its data's type (Anthropic's SDKs read the name)."""
+    stream = held_stream("anthropic", "claude-x", "held", "msg_h").decode()
+    blocks = [b for b in stream.split("\n\n") if b]
+    for block in blocks:
+        name, data = block.split("\n")
+        assert name == f"event: {json.loads(data[len('data: ') :])['type']}"
+
+
+def test_held_anthropic_stream_carries_the_text_and_no_tool_call():
+    """The text the stream carries is the one given; no block is a tool call."""
+    text = held_text("over the ceiling")
+    events = events_of(held_stream("anthropic", "claude-x", text, "msg_h"))
+    deltas = [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
+    assert "".join(deltas) == text
+    blocks = [e["content_block"] for e in events if e["type"] == "content_block_start"]
+    assert [b["type"] for b in blocks] == ["text"]
+
+
+def test_held_responses_stream_is_the_responses_event_sequence():
+    """The Responses held stream runs from response.created to response.completed, one
+    message item, numbered in order."""
+    events = events_of(held_stream("openai", "gpt-x", "held", "resp_h"))
+    assert [e["type"] for e in events] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert events[-1]["response"]["status"] == "completed"
+    assert events[-1]["response"]["id"] == "resp_h"
+
+
+def test_held_responses_stream_carries_the_text_and_no_tool_call():
+    """The text is the one given; the only output item is an assistant message."""
+    text = held_text("paused")
+    events = events_of(held_stream("openai", "gpt-x", text, "resp_h"))
+    deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+    assert "".join(deltas) == text
+    done = [e["text"] for e in events if e["type"] == "response.output_text.done"]
+    assert done == [text]
+    output = events[-1]["response"]["output"]
+    assert [(o["type"], o["role"]) for o in output] == [("message", "assistant")]
+    assert output[0]["content"][0]["text"] == text
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_held_stream_reads_as_zero_usage(api: Api):
+    """ReplyUsage reads a complete call of zero tokens from a held stream."""
+    usage = ReplyUsage()
+    for event in events_of(held_stream(api, "m", "held", "r1")):
+        usage.read_event(api, event)
+    assert usage.complete
+    assert (usage.prompt, usage.output) == (0, 0)
+    assert usage.message_id == "r1"
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_held_reply_reads_as_zero_usage(api: Api):
+    """ReplyUsage reads a complete call of zero tokens from a held whole reply."""
+    usage = ReplyUsage()
+    usage.read_body(api, held_reply(api, "m", "held", "r1"))
+    assert usage.complete
+    assert (usage.prompt, usage.output, usage.message_id) == (0, 0, "r1")
+
+
+def test_held_anthropic_reply_is_one_text_block_ending_the_turn():
+    """The whole Anthropic reply is an assistant message of one text block, end_turn."""
+    reply = held_reply("anthropic", "claude-x", "held", "msg_h")
+    assert (reply["type"], reply["role"], reply["stop_reason"]) == (
+        "message",
+        "assistant",
+        "end_turn",
+    )
+    assert reply["content"] == [{"type": "text", "text": "held"}]
+
+
+def test_held_responses_reply_is_one_assistant_message():
+    """The whole Responses reply is completed, with one assistant message and no call."""
+    reply = held_reply("openai", "gpt-x", "held", "resp_h")
+    assert reply["status"] == "completed"
+    assert [o["type"] for o in reply["output"]] == ["message"]
+    assert reply["output"][0]["content"][0]["text"] == "held"
+
+
+# -- tool results and receipts -------------------------------------------------------------------
+
+
+def tool_result(call_id: str, content: Any) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": content}
+
+
+def anthropic_body() -> dict[str, Any]:
+    return {
+        "model": "claude-x",
+        "messages": [
+            {"role": "user", "content": "brief"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "read"}]},
+            {"role": "user", "content": [tool_result("a", "big file A")]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "b", "name": "read"},
+                    {"type": "tool_use", "id": "c", "name": "read"},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    tool_result("b", [{"type": "text", "text": "big file B"}]),
+                    tool_result("c", "small C"),
+                    {"type": "text", "text": "go on"},
+                ],
+            },
+        ],
+    }
+
+
+def responses_body() -> dict[str, Any]:
+    return {
+        "model": "gpt-x",
+        "input": [
+            {"type": "message", "role": "user", "content": "brief"},
+            {"type": "function_call", "call_id": "a", "name": "shell", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "a", "output": "big output A"},
+            {"type": "custom_tool_call", "call_id": "b", "name": "apply_patch", "input": "x"},
+            {"type": "custom_tool_call_output", "call_id": "b", "output": "patched"},
+        ],
+    }
+
+
+def test_anthropic_result_ids_are_the_tool_results_in_order():
+    """The ids are the tool_result blocks' tool_use_id, in order; tool_use blocks are
+    not results."""
+    assert result_ids("anthropic", anthropic_body()) == ["a", "b", "c"]
+
+
+def test_responses_result_ids_are_the_output_items_call_ids():
+    """On the Responses API every *_output item is a result; calls are not."""
+    assert result_ids("openai", responses_body()) == ["a", "b"]
+
+
+def test_result_ids_of_a_request_without_results_are_empty():
+    """No messages, string content, or results without ids give no ids."""
+    assert result_ids("anthropic", {}) == []
+    assert result_ids("anthropic", {"messages": [{"role": "user", "content": "hi"}]}) == []
+    assert result_ids("anthropic", {"messages": [{"content": [tool_result("", "x")]}]}) == []
+    assert result_ids("openai", {"input": "just text"}) == []
+
+
+def test_anthropic_receipts_replace_exactly_the_results_that_have_one():
+    """A result whose call has a receipt carries it; the others are unchanged."""
+    body = anthropic_body()
+    out, replaced = with_receipts("anthropic", body, {"a": "[receipt a]", "b": "[receipt b]"})
+    assert replaced == 2
+    assert out["messages"][2]["content"] == [tool_result("a", "[receipt a]")]
+    last = out["messages"][4]["content"]
+    assert last[0] == tool_result("b", "[receipt b]")
+    assert last[1] is body["messages"][4]["content"][1]
+    assert last[2] is body["messages"][4]["content"][2]
+    assert out["model"] == "claude-x"
+
+
+def test_anthropic_messages_without_a_receipt_are_the_same_objects():
+    """Messages holding no replaced result are passed on as the very same objects."""
+    body = anthropic_body()
+    out, _ = with_receipts("anthropic", body, {"a": "[receipt a]"})
+    for i in (0, 1, 3, 4):
+        assert out["messages"][i] is body["messages"][i]
+    assert out["messages"][2] is not body["messages"][2]
+
+
+def test_receipts_leave_the_request_they_were_given_unchanged():
+    """The input mapping, its messages and its blocks are not modified."""
+    body = anthropic_body()
+    before = json.dumps(body, sort_keys=True)
+    with_receipts("anthropic", body, {"a": "[receipt a]", "b": "[receipt b]"})
+    assert json.dumps(body, sort_keys=True) == before
+    items = responses_body()
+    before = json.dumps(items, sort_keys=True)
+    with_receipts("openai", items, {"a": "[receipt a]"})
+    assert json.dumps(items, sort_keys=True) == before
+
+
+def test_responses_receipts_replace_the_output_of_items_that_have_one():
+    """A Responses result's output becomes its receipt; other items are the same
+    objects."""
+    body = responses_body()
+    out, replaced = with_receipts("openai", body, {"b": "[receipt b]"})
+    assert replaced == 1
+    assert out["input"][4] == {
+        "type": "custom_tool_call_output",
+        "call_id": "b",
+        "output": "[receipt b]",
+    }
+    for i in range(4):
+        assert out["input"][i] is body["input"][i]
+
+
+def test_receipts_for_calls_not_in_the_request_change_nothing():
+    """A receipt whose call the request does not carry replaces nothing."""
+    body = anthropic_body()
+    out, replaced = with_receipts("anthropic", body, {"zzz": "[receipt]"})
+    assert replaced == 0
+    assert out == body
+    assert all(o is m for o, m in zip(out["messages"], body["messages"], strict=True))
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_no_receipts_do_nothing(api: Api):
+    """With no receipts the request comes back equal, nothing counted."""
+    body = anthropic_body() if api == "anthropic" else responses_body()
+    out, replaced = with_receipts(api, body, {})
+    assert replaced == 0
+    assert out == body
+
+
+def test_a_result_already_its_receipt_is_not_counted_again():
+    """A result that already carries its receipt (an earlier request's) is not replaced
+    again, and its message stays the same object."""
+    body, _ = with_receipts("anthropic", anthropic_body(), {"a": "[receipt a]"})
+    out, replaced = with_receipts("anthropic", body, {"a": "[receipt a]"})
+    assert replaced == 0
+    assert out["messages"][2] is body["messages"][2]
+    items, _ = with_receipts("openai", responses_body(), {"a": "[receipt a]"})
+    again, replaced = with_receipts("openai", items, {"a": "[receipt a]"})
+    assert replaced == 0
+    assert again["input"][2] is items["input"][2]
+
+
+def test_receipts_leave_a_string_input_a_string():
+    """A Responses request whose input is a string holds no results: with receipts to apply
+    its input stays the string it was (not a list of its characters, which the meter would
+    then count as one message a character)."""
+    body = {"model": "gpt-x", "input": "hello there"}
+    out, replaced = with_receipts("openai", body, {"a": "[receipt a]"})
+    assert replaced == 0
+    assert out["input"] == "hello there"
+    assert RequestShape.of("openai", out) == RequestShape.of("openai", body)
+
+
+# -- gateway passes --------------------------------------------------------------------------
+
+
+def refusal(passes: Passes, credential: str, engine_session: str | None = None) -> str:
+    """The code ``check`` refuses ``credential`` with."""
+    with pytest.raises(PassRefused) as refused:
+        passes.check(credential, engine_session)
+    return refused.value.code
+
+
+def test_an_issued_pass_is_accepted():
+    """check accepts the credential issue gave, naming its thread and session."""
+    passes = Passes()
+    grant = passes.issue("t-1")
+    checked = passes.check(grant.credential)
+    assert (checked.thread_id, checked.session) == ("t-1", grant.session)
+
+
+def test_issuing_again_retires_the_earlier_pass():
+    """The thread's next pass makes the one before stale; the new one passes."""
+    passes = Passes()
+    first = passes.issue("t-1")
+    second = passes.issue("t-1")
+    assert first.session != second.session
+    assert refusal(passes, first.credential) == "stale-session"
+    assert passes.check(second.credential).session == second.session
+
+
+def test_passes_of_other_threads_are_independent():
+    """Issuing a pass for one thread leaves another thread's pass current."""
+    passes = Passes()
+    one = passes.issue("t-1")
+    passes.issue("t-2")
+    assert passes.check(one.credential).thread_id == "t-1"
+
+
+def test_a_retired_thread_pass_is_stale():
+    """After retire, the thread's pass is refused."""
+    passes = Passes()
+    grant = passes.issue("t-1")
+    passes.retire("t-1")
+    assert refusal(passes, grant.credential) == "stale-session"
+
+
+def test_a_forged_mac_is_invalid():
+    """A pass whose signature does not match is refused as invalid."""
+    passes = Passes()
+    grant = passes.issue("t-1")
+    forged = grant.credential.rsplit(".", 1)[0] + "." + "0" * 40
+    assert refusal(passes, forged) == "invalid-gateway-pass"
+
+
+def test_a_pass_naming_another_thread_is_invalid():
+    """Changing the thread a pass names breaks its signature."""
+    passes = Passes()
+    grant = passes.issue("t-1")
+    passes.issue("t-2")
+    assert refusal(passes, grant.credential.replace("t-1", "t-2")) == "invalid-gateway-pass"
+
+
+@pytest.mark.parametrize(
+    "credential", ["", "sk-ant-api03-xyz", "cgw1.t-1.s", "cgw2.t-1.s.m", "cgw1.a.b.c.d"]
+)
+def test_garbage_is_no_pass(credential: str):
+    """A credential that is not shaped like a pass is refused as no pass."""
+    assert refusal(Passes(), credential) == "no-gateway-pass"
+
+
+def test_a_pass_from_another_daemon_is_refused():
+    """Another secret (another daemon, or this one before a restart) did not sign it."""
+    grant = Passes().issue("t-1")
+    assert refusal(Passes(), grant.credential) == "invalid-gateway-pass"
+
+
+def test_a_bound_thread_refuses_another_engine_session():
+    """Once the engine's session is bound, a request naming another one is stale."""
+    passes = Passes()
+    grant = passes.issue("t-1")
+    passes.bind("t-1", "s1")
+    assert refusal(passes, grant.credential, "s2") == "stale-session"
+
+
+def test_a_bound_thread_accepts_its_session_or_none():
+    """A request naming the bound session, or no session, passes."""
+    passes = Passes()
+    grant = passes.issue("t-1")
+    passes.bind("t-1", "s1")
+    assert passes.check(grant.credential, "s1").thread_id == "t-1"
+    assert passes.check(grant.credential).thread_id == "t-1"
+
+
+def test_an_unbound_thread_accepts_any_engine_session():
+    """Before any bind, a request may name any engine session."""
+    passes = Passes()
+    grant = passes.issue("t-1")
+    assert passes.check(grant.credential, "whatever").thread_id == "t-1"
+
+
+def test_issuing_clears_the_binding():
+    """A new pass starts unbound: the earlier engine session no longer constrains it."""
+    passes = Passes()
+    passes.issue("t-1")
+    passes.bind("t-1", "s1")
+    grant = passes.issue("t-1")
+    assert passes.check(grant.credential, "s2").thread_id == "t-1"
+
+
+@pytest.mark.parametrize("credential", ["cgw1.t-1.abc.\u00e9", "cgw1.t-\udce9.abc.0"])
+def test_a_credential_with_non_ascii_characters_is_refused_not_an_error(credential: str):
+    """A header may carry any characters: a pass-shaped credential with non-ASCII ones is
+    refused like any other forgery, it does not raise something else."""
+    with pytest.raises(PassRefused):
+        Passes().check(credential)
