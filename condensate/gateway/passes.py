@@ -70,7 +70,7 @@ class Passes:
         """The pass ``credential`` is, if it is this daemon's and its session is current
         (and, when the request names the engine's session, that one is current too)."""
         parts = credential.split(".")
-        if len(parts) != 4 or parts[0] != PREFIX:
+        if not credential.isascii() or len(parts) != 4 or parts[0] != PREFIX:
             code = "no-gateway-pass"
             raise PassRefused(code, MISSING)
         _, thread_id, session, mac = parts

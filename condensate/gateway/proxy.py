@@ -31,6 +31,7 @@ from condensate.gateway.wire import (
     Api,
     ReplyUsage,
     RequestShape,
+    Sent,
     SessionMeter,
     SseSplitter,
     credential_of,
@@ -149,7 +150,7 @@ class _Call:
     session: str | None = None
     """The engine's session the request names (its header), if it names one."""
     measured: int | None = None
-    digests: tuple[bytes, ...] = ()
+    sent: Sent | None = None
     meter: SessionMeter | None = None
     usage: ReplyUsage = field(default_factory=ReplyUsage)
     logged: bool = False
@@ -285,7 +286,7 @@ class Gateway:
         call.shape = shape
         call.meter = meter
         known = self.admitter.baseline(call.grant.thread_id) if self.admitter else None
-        size, call.digests = meter.measure(shape, known)
+        size, call.sent = meter.measure(shape, known)
         call.measured = size
         return size
 
@@ -367,13 +368,13 @@ class Gateway:
             measured=call.measured,
             session=call.session or self.passes.engine_sessions.get(call.grant.thread_id),
         )
-        meter = call.meter
+        meter, sent = call.meter, call.sent
         first = meter is not None and meter.anchor is None
-        if meter is not None:
-            meter.answered(call.digests, reply.prompt)
+        if meter is not None and sent is not None:
+            meter.answered(sent, reply.prompt)
         await self.recorder.record_usage(call.grant.thread_id, usage)
-        if first and meter is not None:
-            baseline = meter.baseline(reply.prompt, call.digests)
+        if first and meter is not None and sent is not None:
+            baseline = meter.baseline(reply.prompt, sent)
             await self.recorder.record_baseline(call.grant.thread_id, baseline, call.shape.model)
 
 

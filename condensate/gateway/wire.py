@@ -4,7 +4,6 @@ each provider's own shape."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -91,10 +90,16 @@ class RequestShape:
     instructions, tool schemas) and the conversation, one entry per message or item."""
 
     model: str
-    fixed: str
-    messages: tuple[str, ...]
-    """Each message's JSON, sorted keys: equal messages are equal texts."""
+    fixed_part: Any
+    """The system prompt (instructions) and tool schemas, as sent: turned into text only
+    for a session's first request (``fixed``), as it seldom changes and is large."""
+    messages: tuple[Any, ...]
+    """Each message (item) as parsed."""
     stream: bool
+
+    @property
+    def fixed(self) -> str:
+        return text_of(self.fixed_part)
 
     @classmethod
     def of(cls, api: Api, body: Mapping[str, Any]) -> RequestShape:
@@ -109,14 +114,30 @@ class RequestShape:
         items = conversation if isinstance(conversation, list) else []
         return cls(
             model=str(body.get("model") or ""),
-            fixed=text_of(fixed),
-            messages=tuple(json.dumps(m, sort_keys=True, ensure_ascii=False) for m in items),
+            fixed_part=fixed,
+            messages=tuple(items),
             stream=bool(body.get("stream")),
         )
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+@dataclass(frozen=True)
+class Sent:
+    """A request's conversation as the meter counted it: its messages and their counts."""
+
+    messages: tuple[Any, ...] = ()
+    counts: tuple[int, ...] = ()
+
+
+def _common_prefix(new: tuple[Any, ...], old: tuple[Any, ...]) -> int:
+    """How many leading messages ``new`` shares with ``old`` (compared as parsed JSON)."""
+    if new[: len(old)] == old:
+        return len(old)
+    shared = 0
+    for a, b in zip(new, old, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared
 
 
 @dataclass
@@ -124,56 +145,54 @@ class SessionMeter:
     """The meter's anchor-plus-delta rule on a session's requests: the provider's count for
     the last request whose reply came back, plus a local count of the messages appended to
     the conversation since. A request that does not extend the last one (a rewritten history)
-    is counted whole."""
+    is counted whole. Messages are compared as parsed (no re-encoding) and only new ones are
+    counted: this runs on every request, in its latency."""
 
     counter: Counter
-    counted: dict[bytes, int] = field(default_factory=dict)
-    """Message digest -> tokens, for the messages of the last request."""
-    last: tuple[bytes, ...] = ()
+    last: Sent = field(default_factory=Sent)
+    """The last request whose reply came back."""
+    seen: Sent = field(default_factory=Sent)
+    """The last request measured (its counts are reused for the next)."""
     anchor: int | None = None
     """The provider's count for ``last``, once its reply came back."""
     fixed_tokens: int = 0
     requests: int = 0
 
-    def _count(self, text: str) -> int:
-        return self.counter.count(text_of(json.loads(text))) + MESSAGE_OVERHEAD
+    def _count(self, message: Any) -> int:
+        return self.counter.count(text_of(message)) + MESSAGE_OVERHEAD
 
-    def measure(
-        self, shape: RequestShape, baseline: int | None = None
-    ) -> tuple[int, tuple[bytes, ...]]:
-        """The request's size before it is forwarded, and its digests (for ``counted``). A
-        request with no count to stand on (a session's first) has ``baseline`` as its fixed
-        part when given: the thread's, measured on an earlier session's first reply, where
-        the local count of schemas and prompts can be far off the provider's."""
-        digests = tuple(_digest(m) for m in shape.messages)
-        counts = {d: self.counted.get(d) for d in digests}
-        for digest, text in zip(digests, shape.messages, strict=True):
-            if counts[digest] is None:
-                counts[digest] = self._count(text)
-        self.counted = {d: c for d, c in counts.items() if c is not None}
+    def measure(self, shape: RequestShape, baseline: int | None = None) -> tuple[int, Sent]:
+        """The request's size before it is forwarded, and what was counted (for
+        ``answered``). A request with no count to stand on (a session's first) has
+        ``baseline`` as its fixed part when given: the thread's, measured on an earlier
+        session's first reply, where the local count of schemas and prompts can be far off
+        the provider's."""
+        messages = shape.messages
+        known = _common_prefix(messages, self.seen.messages)
+        counts = self.seen.counts[:known] + tuple(self._count(m) for m in messages[known:])
+        sent = Sent(messages, counts)
+        self.seen = sent
         if self.requests == 0:
             self.fixed_tokens = self.counter.count(shape.fixed)
         self.requests += 1
-        extends = self.anchor is not None and digests[: len(self.last)] == self.last
-        if extends and self.anchor is not None:
-            size = self.anchor + sum(self.counted[d] for d in digests[len(self.last) :])
-        else:
-            fixed = self.fixed_tokens if baseline is None else baseline
-            size = fixed + sum(self.counted[d] for d in digests)
-        return size, digests
+        anchored = len(self.last.messages)
+        if self.anchor is not None and _common_prefix(messages, self.last.messages) == anchored:
+            return self.anchor + sum(counts[anchored:]), sent
+        fixed = self.fixed_tokens if baseline is None else baseline
+        return fixed + sum(counts), sent
 
-    def answered(self, digests: tuple[bytes, ...], prompt: int) -> None:
-        """The provider counted ``prompt`` tokens for the request of ``digests``."""
-        self.last, self.anchor = digests, prompt
+    def answered(self, sent: Sent, prompt: int) -> None:
+        """The provider counted ``prompt`` tokens for the request ``sent``."""
+        self.last, self.anchor = sent, prompt
 
-    def conversation_tokens(self, digests: tuple[bytes, ...]) -> int:
-        return sum(self.counted.get(d, 0) for d in digests)
+    def conversation_tokens(self, sent: Sent) -> int:
+        return sum(sent.counts)
 
-    def baseline(self, prompt: int, digests: tuple[bytes, ...]) -> int:
+    def baseline(self, prompt: int, sent: Sent) -> int:
         """The fixed part of a first request the provider counted ``prompt``: the count less
         the conversation, kept within half and twice the local count of its text (a count
         that says more holds what no request shows, and is no baseline)."""
-        rest = prompt - self.conversation_tokens(digests)
+        rest = prompt - self.conversation_tokens(sent)
         return min(max(rest, self.fixed_tokens // 2), 2 * self.fixed_tokens)
 
 
@@ -261,7 +280,8 @@ class SseSplitter:
     def feed(self, chunk: bytes) -> list[Any]:
         """The data of each event that ``chunk`` completes (``None`` for data that is not
         JSON)."""
-        self.buffer += chunk.replace(b"\r\n", b"\n")
+        # Normalized with what came before: a chunk may end between a CR and its LF.
+        self.buffer = (self.buffer + chunk).replace(b"\r\n", b"\n")
         *events, self.buffer = self.buffer.split(b"\n\n")
         out: list[Any] = []
         for event in events:
@@ -437,8 +457,11 @@ def with_receipts(
             messages.append({**message, "content": blocks} if blocks != content else message)
         out["messages"] = messages
     else:
+        conversation = body.get("input")
+        if not isinstance(conversation, list):
+            return out, 0  # a string input holds no tool result
         items = []
-        for item in body.get("input") or []:
+        for item in conversation:
             receipt = (
                 receipts.get(str(item.get("call_id")))
                 if isinstance(item, Mapping) and str(item.get("type", "")).endswith("_output")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -140,9 +140,8 @@ def test_openai_errors_have_openais_shape(status: int, kind: str):
 
 
 def test_an_anthropic_request_is_system_and_tools_then_messages():
-    """The fixed part is the system prompt and tool schemas; each message is one entry,
-    as sorted JSON."""
-    body = {
+    """The fixed part is the system prompt and tool schemas; each message is one entry."""
+    body: dict[str, Any] = {
         "model": "claude-x",
         "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
         "tools": [{"name": "read", "description": "reads a file"}],
@@ -152,10 +151,7 @@ def test_an_anthropic_request_is_system_and_tools_then_messages():
     got = RequestShape.of("anthropic", body)
     assert got.model == "claude-x"
     assert got.fixed.split("\n") == ["be brief", "read", "reads a file"]
-    assert got.messages == (
-        '{"content": "hi", "role": "user"}',
-        '{"content": "yo", "role": "assistant"}',
-    )
+    assert got.messages == tuple(body["messages"])
     assert got.stream
 
 
@@ -175,14 +171,14 @@ def test_a_responses_request_is_instructions_and_tools_then_input_items():
     }
     got = RequestShape.of("openai", body)
     assert got.fixed.split("\n") == ["be brief", "shell"]  # "type" is syntax, not text
-    assert got.messages == tuple(json.dumps(i, sort_keys=True) for i in items)
+    assert got.messages == tuple(items)
     assert not got.stream
 
 
 def test_a_string_input_is_one_user_message():
     """A Responses request whose input is a string holds one user message."""
     got = RequestShape.of("openai", {"model": "gpt-x", "input": "hello there"})
-    assert got.messages == (json.dumps({"content": "hello there", "role": "user"}),)
+    assert got.messages == ({"role": "user", "content": "hello there"},)
 
 
 def test_a_request_without_a_conversation_has_no_messages():
@@ -191,8 +187,8 @@ def test_a_request_without_a_conversation_has_no_messages():
     assert RequestShape.of("openai", {}).messages == ()
 
 
-def test_equal_messages_are_equal_texts_whatever_their_key_order():
-    """Key order does not change a message's text (digests depend on it)."""
+def test_equal_messages_are_equal_whatever_their_key_order():
+    """Key order does not make two messages differ (the meter compares them)."""
     one = RequestShape.of("anthropic", {"messages": [{"role": "user", "content": "x"}]})
     two = RequestShape.of("anthropic", {"messages": [{"content": "x", "role": "user"}]})
     assert one.messages == two.messages
@@ -204,9 +200,8 @@ def test_equal_messages_are_equal_texts_whatever_their_key_order():
 def test_a_first_request_is_counted_whole():
     """A session's first request is the fixed part plus every message, counted locally."""
     meter = SessionMeter(Words())
-    size, digests = meter.measure(shape("one two", "three"))
+    size, _ = meter.measure(shape("one two", "three"))
     assert size == 5 + cost("one two") + cost("three")
-    assert len(digests) == 2
 
 
 def test_a_first_request_with_a_baseline_uses_it_as_its_fixed_part():
@@ -221,8 +216,8 @@ def test_a_request_that_extends_the_last_is_its_count_plus_the_new_messages():
     """Once the provider counted a request, the next one that appends to it is that count
     plus a local count of what was appended."""
     meter = SessionMeter(Words())
-    _, digests = meter.measure(shape("one two", "three"))
-    meter.answered(digests, 900)
+    _, sent = meter.measure(shape("one two", "three"))
+    meter.answered(sent, 900)
     size, _ = meter.measure(shape("one two", "three", "four five six"))
     assert size == 900 + cost("four five six")
 
@@ -230,8 +225,8 @@ def test_a_request_that_extends_the_last_is_its_count_plus_the_new_messages():
 def test_a_request_equal_to_the_last_is_its_count():
     """A request that appends nothing is the provider's count of the last one."""
     meter = SessionMeter(Words())
-    _, digests = meter.measure(shape("one two"))
-    meter.answered(digests, 321)
+    _, sent = meter.measure(shape("one two"))
+    meter.answered(sent, 321)
     assert meter.measure(shape("one two"))[0] == 321
 
 
@@ -239,8 +234,8 @@ def test_a_request_that_rewrites_history_is_counted_whole():
     """A request whose earlier message changed does not extend the last: it is counted
     whole, not as the anchor plus a delta."""
     meter = SessionMeter(Words())
-    _, digests = meter.measure(shape("one two", "three"))
-    meter.answered(digests, 900)
+    _, sent = meter.measure(shape("one two", "three"))
+    meter.answered(sent, 900)
     size, _ = meter.measure(shape("[receipt]", "three", "four"))
     assert size == 5 + cost("[receipt]") + cost("three") + cost("four")
 
@@ -248,8 +243,8 @@ def test_a_request_that_rewrites_history_is_counted_whole():
 def test_a_shorter_request_is_counted_whole():
     """A request holding less than the last (a compacted history) is counted whole."""
     meter = SessionMeter(Words())
-    _, digests = meter.measure(shape("one two", "three"))
-    meter.answered(digests, 900)
+    _, sent = meter.measure(shape("one two", "three"))
+    meter.answered(sent, 900)
     assert meter.measure(shape("one two"))[0] == 5 + cost("one two")
 
 
@@ -260,27 +255,61 @@ def test_a_request_before_any_reply_is_counted_whole():
     assert meter.measure(shape("one", "two"))[0] == 5 + cost("one") + cost("two")
 
 
+def test_an_answer_anchors_its_own_request_even_after_a_later_one_was_measured():
+    """The anchor is the request the reply answered, not the one measured last: a request
+    extending it is its count plus what was appended."""
+    meter = SessionMeter(Words())
+    _, first = meter.measure(shape("one two"))
+    meter.measure(shape("side question"))
+    meter.answered(first, 600)
+    assert meter.measure(shape("one two", "three"))[0] == 600 + cost("three")
+
+
+@dataclass
+class Recording:
+    """Words, remembering every text it was asked to count."""
+
+    name: str = "recording"
+    texts: list[str] = field(default_factory=list)
+
+    def count(self, text: str) -> int:
+        self.texts.append(text)
+        return len(text.split())
+
+
+def test_only_new_messages_are_counted_locally():
+    """A request repeating the last one's messages counts only those it appends (and the
+    fixed part only on the session's first request)."""
+    counter = Recording()
+    meter = SessionMeter(counter)
+    _, sent = meter.measure(shape("one two", "three"))
+    meter.answered(sent, 900)
+    counter.texts.clear()
+    meter.measure(shape("one two", "three", "four five"))
+    assert counter.texts == ["four five"]
+
+
 def test_the_baseline_is_the_count_less_the_conversation():
     """A first request's baseline is the provider's count less the conversation's local
     count."""
     meter = SessionMeter(Words())
-    _, digests = meter.measure(shape("one two", system="a b c d e f g h i j"))
-    assert meter.baseline(cost("one two") + 14, digests) == 14
+    _, sent = meter.measure(shape("one two", system="a b c d e f g h i j"))
+    assert meter.baseline(cost("one two") + 14, sent) == 14
 
 
 def test_the_baseline_is_at_most_twice_the_local_fixed_count():
     """A count far above the request (it holds what no request shows) gives twice the
     local count of the fixed part."""
     meter = SessionMeter(Words())
-    _, digests = meter.measure(shape("one two", system="a b c d e f g h i j"))
-    assert meter.baseline(cost("one two") + 1_000, digests) == 20
+    _, sent = meter.measure(shape("one two", system="a b c d e f g h i j"))
+    assert meter.baseline(cost("one two") + 1_000, sent) == 20
 
 
 def test_the_baseline_is_at_least_half_the_local_fixed_count():
     """A count below the conversation's gives half the local count of the fixed part."""
     meter = SessionMeter(Words())
-    _, digests = meter.measure(shape("one two", system="a b c d e f g h i j"))
-    assert meter.baseline(1, digests) == 5
+    _, sent = meter.measure(shape("one two", system="a b c d e f g h i j"))
+    assert meter.baseline(1, sent) == 5
 
 
 # -- reply usage ---------------------------------------------------------------------------------
