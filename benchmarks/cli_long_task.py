@@ -65,8 +65,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,7 +82,7 @@ from adapters.claude_code import _cli as claude_cli
 from adapters.claude_code._translate import unprompted
 from adapters.codex import _cli as codex_cli
 from adapters.codex._rpc import AppServer
-from benchmarks.planner_scale import code_file, ident, prose, search_output, sentence
+from benchmarks.planner_scale import code_file, ident, prose, sentence
 from benchmarks.tasks import BRIEF, MODULES, STEERS, failing_run, passing_run
 from condensate.ceilings import CeilingSettings, working_ceiling
 from condensate.engine import EngineEnv, ThreadSpec
@@ -102,9 +102,18 @@ WINDOWS: dict[Engine, int] = {"claude": 200_000, "codex": 272_000}
 """The fake's window for the thread's model, the same in all three arms: claude-sonnet-4-5's
 real window, and gpt-5.5's window in Codex's bundled catalog (``codex debug models
 --bundled``: ``context_window`` 272000), at 90 % of which Codex compacts on its own."""
-RECOMMENDED_CEILING: dict[Engine, int] = {"claude": 60_000, "codex": 60_000}
+RECOMMENDED_CEILING: dict[Engine, int] = {"claude": 70_000, "codex": 60_000}
 """The ceiling the README recommends for long tasks (``CONDENSATE_WINDOW_CEILING_CLAUDE`` /
-``CONDENSATE_WINDOW_CEILING_PI``), chosen by running this benchmark at several values."""
+``CONDENSATE_WINDOW_CEILING_PI``): the cheapest of the values tried (``--ceiling``) at which
+every turn of this task completed with no request over the ceiling. Claude Code, weighted
+input: 60k 1.72M, 70k 1.69M, 80k 1.79M, 90k 1.80M, 110k 2.13M; Codex: 60k 1.38M, 90k 1.61M.
+(Before two fixes found with this benchmark, every ceiling below 110k / 90k stopped the thread
+part-way: cheap tiers cleared results that were text in a new session's first message, and
+summaries carried every earlier failure forward.)"""
+CEILING_SETTING: dict[Engine, str] = {
+    "claude": "CONDENSATE_WINDOW_CEILING_CLAUDE",
+    "codex": "CONDENSATE_WINDOW_CEILING_PI",
+}
 CURATOR_MODEL = "anthropic:claude-haiku-4-5"
 CURATOR_WINDOW = 200_000
 TURNS = 9
@@ -148,7 +157,6 @@ class Step:
     kind: Literal["read", "cat", "grep", "ls", "test"]
     target: str
     text: str
-    fails: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,7 +231,7 @@ def build_task(turns: int, calls_per_turn: int, seed: int = SEED) -> Task:
             elif roll < 0.5:
                 pattern = rng.choice(GREPS)
                 command = (
-                    f"grep -rn {shlex.quote(pattern)} src tests | head -n {rng.randint(30, 90)}"
+                    f"grep -rn -e {shlex.quote(pattern)} src tests | head -n {rng.randint(30, 90)}"
                 )
                 steps.append(Step("grep", command, f"Searching for {pattern}."))
             elif roll < 0.56:
@@ -239,7 +247,7 @@ def build_task(turns: int, calls_per_turn: int, seed: int = SEED) -> Task:
                 else:
                     text = passing_run(rng, f"pytest -q {target}").removesuffix("\n[exit code 0]")
                 runs[run] = (text, 1 if fails else 0)
-                steps.append(Step("test", command, f"Running the tests: {target}.", fails))
+                steps.append(Step("test", command, f"Running the tests: {target}."))
         human = f"{humans[(number - 1) % len(humans)]} {marker(number)}"
         final = f"Done with this step. {prose(rng, 3)}"
         out.append(HumanTurn(number, human, tuple(steps), final))
@@ -376,7 +384,9 @@ class Router:
     runner: web.AppRunner | None = None
     session: aiohttp.ClientSession | None = None
     url: str = ""
-    kinds: Counter[str] = field(default_factory=Counter)
+    leftovers: int = 0
+    """Replies queued for a request the fake then did not answer: each would shift the
+    script by one (none is expected; the report says how many)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def start(self) -> None:
@@ -389,7 +399,7 @@ class Router:
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server  # noqa: SLF001 - aiohttp keeps the bound port only here
+        server = site._server  # aiohttp keeps the bound port only here
         assert server is not None
         port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{port}"
@@ -440,8 +450,16 @@ class Router:
         ]
         summary = "\n".join(parts)
         if kind == "compaction" and self.claude_summary:
-            summary = f"<analysis>Going over the conversation.</analysis>\n<summary>\n{summary}\n</summary>"
+            summary = f"<analysis>Going over it.</analysis>\n<summary>\n{summary}\n</summary>"
         return Text(summary)
+
+    async def pending(self) -> dict[str, int]:
+        """Replies still queued at the fake."""
+        assert self.session is not None
+        async with self.session.get(f"{self.fake_url}/_fake/config") as answer:
+            answer.raise_for_status()
+            pending: dict[str, int] = (await answer.json())["pending"]
+            return pending
 
     async def queue(self, model: str, reply: Reply) -> None:
         assert self.session is not None
@@ -458,7 +476,6 @@ class Router:
             return await self.forward(request, raw, headers)
         body = json.loads(raw)
         kind = self.classify(endpoint, body, request.headers)
-        self.kinds[kind] += 1
         reply: Reply | None = None
         scripted = False
         if kind == "main":
@@ -470,13 +487,17 @@ class Router:
         headers["x-bench-kind"] = kind
         headers["x-bench-turn"] = str(self.script.turn)
         async with self._lock:
-            if reply is not None and not self.refused(endpoint, body, len(raw)):
+            queued = reply is not None and not self.refused(endpoint, body, len(raw))
+            if queued:
+                assert reply is not None
                 await self.queue(str(body["model"]), reply)
             upstream = await self.session.request(
                 request.method, self.fake_url + request.path_qs, data=raw, headers=headers
             )
             if upstream.status == 200 and scripted:
                 self.script.taken += 1
+            if queued and upstream.status != 200:
+                self.leftovers += 1
         return await self.relay(request, upstream)
 
     async def forward(
@@ -577,12 +598,18 @@ class Recorder:
 
     fake_url: str
     turns: int
+    path: Path
+    """Where each request's figures go, one JSON line each (kept with ``--keep``)."""
     seen: list[Seen] = field(default_factory=list)
     last: int = 0
 
     async def collect(self, session: aiohttp.ClientSession) -> None:
         new, self.last = await fetch_seen(session, self.fake_url, self.last, self.turns)
         self.seen += new
+        with self.path.open("a") as out:
+            for s in new:
+                row = {**asdict(s), "markers": sorted(s.markers)}
+                out.write(json.dumps(row) + "\n")
 
 
 # -- the arms ---------------------------------------------------------------------------------
@@ -617,6 +644,7 @@ class ArmRun:
     line: int | None = None
     windows: dict[str, int] = field(default_factory=dict)
     notices: dict[str, int] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -752,41 +780,42 @@ class AloneCodex:
             await self.server.close()
 
 
+@dataclass
+class Arm:
+    """One arm of the run: its engine and task, its fake's router and request log, where the
+    CLI works and where the arm keeps its state."""
+
+    name: str
+    engine: Engine
+    binary: str
+    task: Task
+    router: Router
+    recorder: Recorder
+    work: Path
+    state: Path
+
+
 async def run_turns(
-    task: Task,
-    router: Router,
-    recorder: Recorder,
-    session: aiohttp.ClientSession,
-    send: Any,
-    run: ArmRun,
+    arm: Arm, session: aiohttp.ClientSession, send: Callable[[HumanTurn], Any], run: ArmRun
 ) -> None:
     """Each human turn in order: the router's script moves to it, ``send`` runs it."""
-    for turn in task.turns:
-        router.script.begin(turn.number)
+    for turn in arm.task.turns:
+        arm.router.script.begin(turn.number)
         started = time.perf_counter()
         try:
             outcome, detail = await asyncio.wait_for(send(turn), TURN_TIMEOUT)
         except TimeoutError:
             outcome, detail = "timeout", f"no end of turn within {TURN_TIMEOUT} s"
         run.turns.append(TurnRecord(turn.number, outcome, time.perf_counter() - started, detail))
-        await recorder.collect(session)
+        await arm.recorder.collect(session)
         if outcome == "timeout":
             break
 
 
-async def cli_alone(
-    engine: Engine,
-    binary: str,
-    task: Task,
-    router: Router,
-    recorder: Recorder,
-    work: Path,
-    state: Path,
-) -> ArmRun:
+async def cli_alone(arm: Arm) -> ArmRun:
     run = ArmRun()
-    driver: AloneClaude | AloneCodex = (AloneClaude if engine == "claude" else AloneCodex)(
-        binary, work, state, router.url
-    )
+    kind = AloneClaude if arm.engine == "claude" else AloneCodex
+    driver: AloneClaude | AloneCodex = kind(arm.binary, arm.work, arm.state, arm.router.url)
     async with aiohttp.ClientSession() as session:
         try:
             await driver.start()
@@ -794,7 +823,7 @@ async def cli_alone(
             async def send(turn: HumanTurn) -> tuple[str, str]:
                 return await driver.turn(turn.human)
 
-            await run_turns(task, router, recorder, session, send, run)
+            await run_turns(arm, session, send, run)
         finally:
             await driver.close()
     run.compactions = driver.compactions
@@ -802,8 +831,8 @@ async def cli_alone(
     if isinstance(driver, AloneCodex):
         run.extra["codex_model_context_window"] = driver.context_window
     else:
-        run.extra["results"] = Counter(
-            f"{r['subtype']}/{r['terminal_reason']}" for r in driver.results
+        run.extra["results"] = dict(
+            Counter(f"{r['subtype']}/{r['terminal_reason']}" for r in driver.results)
         )
     return run
 
@@ -814,6 +843,7 @@ SESSION_NOTICES = ("session-started", "session-forked", "session-fresh")
 async def thread_events(
     session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str
 ) -> list[dict[str, Any]]:
+    """The thread's whole log (``history=1``), page by page."""
     events: list[dict[str, Any]] = []
     after = 0
     while True:
@@ -832,7 +862,7 @@ async def thread_events(
 async def turn_ended(
     session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, after: int
 ) -> tuple[str, str, int]:
-    """Long-polls the log until the next ``turn.ended``: its outcome, reason and the cursor."""
+    """Long-polls the log until the next ``turn.ended``: its outcome, reason and seq."""
     while True:
         path = f"/threads/{thread}/tail?after={after}&limit=1000&wait=25"
         status, page = await call(session, daemon, "GET", path)
@@ -845,32 +875,27 @@ async def turn_ended(
         after = page["nextAfter"]
 
 
-async def managed(
-    engine: Engine,
-    binary: str,
-    task: Task,
-    router: Router,
-    recorder: Recorder,
-    work: Path,
-    state: Path,
-    ceiling: int | None,
-) -> ArmRun:
-    run = ArmRun()
-    home = state / "home"
-    home.mkdir()
-    extra = {
+def daemon_env(engine: Engine, binary: str, ceiling: int | None) -> dict[str, str]:
+    env = {
         "CONDENSATE_CLAUDE_BINARY": binary,
         "CONDENSATE_CODEX_BINARY": binary,
         "CONDENSATE_MODEL_WINDOWS": json.dumps({MODELS[engine]: WINDOWS[engine]}),
         "CONDENSATE_CURATOR_MODEL": CURATOR_MODEL,
     }
     if ceiling is not None:
-        extra[
-            "CONDENSATE_WINDOW_CEILING_CLAUDE"
-            if engine == "claude"
-            else "CONDENSATE_WINDOW_CEILING_PI"
-        ] = str(ceiling)
-    daemon = DaemonProcess(home, router.url, extra_env=extra)
+        env[CEILING_SETTING[engine]] = str(ceiling)
+    return env
+
+
+async def managed(arm: Arm, ceiling: int | None) -> ArmRun:
+    """A thread of a real daemon on the engine (not a head), its ceiling capped at
+    ``ceiling`` when given, driven over the HTTP API."""
+    run = ArmRun()
+    home = arm.state / "home"
+    home.mkdir()
+    daemon = DaemonProcess(
+        home, arm.router.url, extra_env=daemon_env(arm.engine, arm.binary, ceiling)
+    )
     await asyncio.to_thread(daemon.start)
     thread = ""
     after = 0
@@ -880,53 +905,27 @@ async def managed(
             async def send(turn: HumanTurn) -> tuple[str, str]:
                 nonlocal thread, after
                 if not thread:
-                    status, created = await call(
-                        session,
-                        daemon,
-                        "POST",
-                        "/threads",
-                        {
-                            "engine": engine,
-                            "model": MODELS[engine],
-                            "cwd": str(work),
-                            "brief": turn.human,
-                        },
-                    )
+                    body = {
+                        "engine": arm.engine,
+                        "model": MODELS[arm.engine],
+                        "cwd": str(arm.work),
+                        "brief": turn.human,
+                    }
+                    status, created = await call(session, daemon, "POST", "/threads", body)
                     if status != 201:
                         return "refused", json.dumps(created)
                     thread = str(created["id"])
                 else:
-                    status, body = await call(
-                        session,
-                        daemon,
-                        "POST",
-                        f"/threads/{thread}/messages",
-                        {"text": turn.human},
-                    )
+                    path = f"/threads/{thread}/messages"
+                    status, sent = await call(session, daemon, "POST", path, {"text": turn.human})
                     if status != 202:
-                        return "refused", json.dumps(body)
+                        return "refused", json.dumps(sent)
                 outcome, reason, after = await turn_ended(session, daemon, thread, after)
                 return outcome, reason
 
-            await run_turns(task, router, recorder, session, send, run)
+            await run_turns(arm, session, send, run)
             if thread:
-                status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
-                if status == 200:
-                    run.ceiling = shown.get("ceiling")
-                    run.line = shown.get("line")
-                    run.extra["over_line"] = shown.get("overLine")
-                events = await thread_events(session, daemon, thread)
-                notices = Counter(str(e["notice"]) for e in events if e["kind"] == "engine.notice")
-                run.notices = dict(notices)
-                run.session_restarts = max(0, sum(notices[n] for n in SESSION_NOTICES) - 1)
-                run.windows = dict(
-                    Counter(str(e["window_kind"]) for e in events if e["kind"] == "window")
-                )
-                run.extra["system_lines"] = dict(
-                    Counter(str(e["code"]) for e in events if e["kind"] == "system.line")
-                )
-                run.extra["refusals"] = sum(1 for e in events if e["kind"] == "model.refused")
-                run.extra["thread"] = thread
+                await describe_thread(session, daemon, thread, run)
     finally:
         if any(t.outcome != "completed" for t in run.turns):
             run.extra["daemon_log_tail"] = daemon.log_tail()[-3000:]
@@ -934,37 +933,61 @@ async def managed(
     return run
 
 
+async def describe_thread(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, run: ArmRun
+) -> None:
+    """The thread's ceiling and line, and what its log says: session notices, windows,
+    system lines, refusals."""
+    status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
+    if status == 200:
+        run.ceiling = shown.get("ceiling")
+        run.line = shown.get("line")
+        run.extra["over_line"] = shown.get("overLine")
+    events = await thread_events(session, daemon, thread)
+    notices = Counter(str(e["notice"]) for e in events if e["kind"] == "engine.notice")
+    run.notices = dict(notices)
+    run.session_restarts = max(0, sum(notices[n] for n in SESSION_NOTICES) - 1)
+    run.windows = dict(Counter(str(e["window_kind"]) for e in events if e["kind"] == "window"))
+    run.extra["system_lines"] = dict(
+        Counter(str(e["code"]) for e in events if e["kind"] == "system.line")
+    )
+    run.extra["refusals"] = sum(1 for e in events if e["kind"] == "model.refused")
+    run.extra["thread"] = thread
+
+
 # -- the figures ------------------------------------------------------------------------------
 
 
-def figures(
-    arm: str,
-    seen: Sequence[Seen],
-    run: ArmRun,
-    task: Task,
-    ceiling: int,
-    window: int,
-    wall: float,
-    router: Router,
-) -> dict[str, Any]:
+def presence_of(task: Task, main: Sequence[Seen]) -> tuple[dict[str, float], list[str]]:
+    """Each human marker's share of the thread's requests from its turn on that carry it; a
+    marker no request ever followed (its turn stopped before any model call) counts 0 and is
+    named as unsent."""
+    presence: dict[str, float] = {}
+    unsent: list[str] = []
+    for turn in task.turns:
+        later = [s for s in main if s.turn >= turn.number]
+        if not later:
+            presence[marker(turn.number)] = 0.0
+            unsent.append(marker(turn.number))
+            continue
+        kept = sum(1 for s in later if turn.number in s.markers)
+        presence[marker(turn.number)] = round(kept / len(later), 4)
+    return presence, unsent
+
+
+def figures(arm: Arm, run: ArmRun, ceiling: int, wall: float) -> dict[str, Any]:
+    seen = arm.recorder.seen
     answered = [s for s in seen if s.answered]
     main = [s for s in answered if s.kind == "main"]
     summaries = [s for s in answered if s.kind in ("compaction", "curator")]
     total_input = sum(s.input_tokens for s in answered)
     cache_read = sum(s.cache_read for s in answered)
-    presence: dict[str, float | None] = {}
-    for turn in task.turns:
-        later = [s for s in main if s.turn >= turn.number]
-        presence[marker(turn.number)] = (
-            round(sum(1 for s in later if turn.number in s.markers) / len(later), 4)
-            if later
-            else None
-        )
-    shares = [p for p in presence.values() if p is not None]
+    presence, unsent = presence_of(arm.task, main)
     largest = max((s.input_tokens for s in main), default=0)
     line = run.line if run.line is not None else ceiling - CeilingSettings().output_reserve
+    window = WINDOWS[arm.engine]
     out: dict[str, Any] = {
-        "arm": arm,
+        "arm": arm.name,
         "ceiling": ceiling,
         "line": line,
         "model_calls": len(answered),
@@ -985,23 +1008,27 @@ def figures(
         "requests_over_line": sum(1 for s in main if s.input_tokens > line),
         "session_restarts": run.session_restarts,
         "human_presence": presence,
-        "human_presence_min": min(shares) if shares else None,
-        "human_markers_lost": [m for m, p in presence.items() if p is not None and p < 1.0],
+        "human_presence_min": min(presence.values(), default=None),
+        "human_markers_lost": [m for m, p in presence.items() if p < 1.0],
+        "human_markers_unsent": unsent,
         "turns": [t.to_json() for t in run.turns],
         "turns_completed": sum(1 for t in run.turns if t.outcome == "completed"),
         "turns_not_completed": sum(1 for t in run.turns if t.outcome != "completed"),
-        "script_overrun_requests": router.script.extra,
+        "script_overrun_requests": arm.router.script.extra,
+        "router_leftovers": arm.router.leftovers,
+        "fake_pending_at_end": run.pending,
         "wall_s": round(wall, 2),
     }
-    if arm == "cli_alone":
+    if arm.name == "cli_alone":
         out["ceiling_basis"] = "the recommended ceiling (the CLI alone has none)"
         out["cli_compactions"] = run.compactions
     else:
         out["windows"] = run.windows
         out["notices"] = run.notices
-    out.update({k: v for k, v in run.extra.items() if k != "daemon_log_tail"})
-    if "daemon_log_tail" in run.extra:
-        out["daemon_log_tail"] = run.extra["daemon_log_tail"]
+    tail = run.extra.pop("daemon_log_tail", None)
+    out.update(run.extra)
+    if tail is not None:
+        out["daemon_log_tail"] = tail
     return out
 
 
@@ -1009,17 +1036,27 @@ def default_ceiling(engine: Engine) -> int:
     return working_ceiling(engine, WINDOWS[engine], CeilingSettings())
 
 
-async def run_arm(
-    arm: str, engine: Engine, binary: str, task: Task, root: Path, recommended: int
-) -> dict[str, Any]:
-    state = root / arm
+@dataclass(frozen=True)
+class Setup:
+    """What every arm of one run shares."""
+
+    engine: Engine
+    binary: str
+    task: Task
+    root: Path
+    recommended: int
+
+
+async def run_arm(name: str, setup: Setup) -> dict[str, Any]:
+    """One arm against a fake (and a router) of its own, in a fresh working directory."""
+    engine, task = setup.engine, setup.task
+    state = setup.root / name
     work = state / "work"
     work.mkdir(parents=True)
     write_workspace(task, work)
     main_model = bare(MODELS[engine])
-    fake = FakeProcess(
-        {main_model: WINDOWS[engine], bare(CURATOR_MODEL): CURATOR_WINDOW}, state / "fake.log"
-    )
+    windows = {main_model: WINDOWS[engine], bare(CURATOR_MODEL): CURATOR_WINDOW}
+    fake = FakeProcess(windows, state / "fake.log")
     await asyncio.to_thread(fake.start)
     replies = {
         t.number: [*(scripted_reply(engine, s, work) for s in t.steps), Text(t.final)]
@@ -1031,27 +1068,29 @@ async def run_arm(
         task,
         main_model,
         bare(CURATOR_MODEL),
-        dict(fake.windows),
+        windows,
         claude_summary=engine == "claude",
     )
-    recorder = Recorder(fake.url, len(task.turns))
+    recorder = Recorder(fake.url, len(task.turns), state / "requests.jsonl")
+    arm = Arm(name, engine, setup.binary, task, router, recorder, work, state)
     started = time.perf_counter()
     try:
         await router.start()
-        if arm == "cli_alone":
-            run = await cli_alone(engine, binary, task, router, recorder, work, state)
-            ceiling = recommended
+        if name == "cli_alone":
+            run = await cli_alone(arm)
+            ceiling = setup.recommended
         else:
-            cap = recommended if arm == "condensate_recommended" else None
-            run = await managed(engine, binary, task, router, recorder, work, state, cap)
-            ceiling = run.ceiling or (cap or default_ceiling(engine))
+            cap = setup.recommended if name == "condensate_recommended" else None
+            run = await managed(arm, cap)
+            ceiling = run.ceiling or cap or default_ceiling(engine)
         wall = time.perf_counter() - started
         async with aiohttp.ClientSession() as session:
             await recorder.collect(session)
+        run.pending = await router.pending()
     finally:
         await router.close()
         await asyncio.to_thread(fake.close)
-    return figures(arm, recorder.seen, run, task, ceiling, WINDOWS[engine], wall, router)
+    return figures(arm, run, ceiling, wall)
 
 
 def goals(arms: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -1097,19 +1136,15 @@ def binary_of(engine: Engine) -> str:
     return claude_cli.resolve_binary(None) if engine == "claude" else codex_cli.resolve_binary(None)
 
 
-async def measure(
-    engine: Engine, task: Task, root: Path, binary: str, recommended: int, arms: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for arm in arms:
-        out[arm] = await run_arm(arm, engine, binary, task, root, recommended)
-    return out
+async def measure(setup: Setup, arms: Sequence[str]) -> dict[str, dict[str, Any]]:
+    return {name: await run_arm(name, setup) for name in arms}
 
 
 def run(
     engine: Engine,
     turns: int,
     calls_per_turn: int,
+    *,
     recommended: int | None = None,
     arms: Sequence[str] = ARMS,
     keep: Path | None = None,
@@ -1121,7 +1156,8 @@ def run(
     with tempfile.TemporaryDirectory(prefix=f"condensate-{engine}-long-task-") as tmp:
         root = keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        measured = asyncio.run(measure(engine, task, root, binary, ceiling, arms))
+        setup = Setup(engine, binary, task, root, ceiling)
+        measured = asyncio.run(measure(setup, arms))
     return {
         "benchmark": "cli_long_task",
         "engine": engine,
@@ -1132,6 +1168,7 @@ def run(
         "window": WINDOWS[engine],
         "default_ceiling": default_ceiling(engine),
         "recommended_ceiling": ceiling,
+        "recommended_ceiling_setting": CEILING_SETTING[engine],
         "weights": WEIGHTS,
         "task": {
             "seed": SEED,
@@ -1210,7 +1247,14 @@ def main(argv: list[str] | None = None) -> int:
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         wrapper_class=structlog.make_filtering_bound_logger(30),
     )
-    report = run(args.engine, args.turns, args.calls_per_turn, args.ceiling, arms, args.keep)
+    report = run(
+        args.engine,
+        args.turns,
+        args.calls_per_turn,
+        recommended=args.ceiling,
+        arms=arms,
+        keep=args.keep,
+    )
     print(json.dumps(report, indent=2) if args.json else table(report))
     return 0
 

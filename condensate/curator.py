@@ -28,7 +28,7 @@ from condensate.planner import Cut, deadline
 from condensate.projector import DROP_NOTICE, Entry, Projection
 from condensate.providers import ModelClient, parse_model
 from condensate.providers.types import Completion, Message, Request, Usage
-from condensate.tiers import VERBATIM_HEADING, verbatim_error
+from condensate.tiers import VERBATIM_FAILURES_CHARS, VERBATIM_HEADING, verbatim_error
 
 log = structlog.get_logger()
 
@@ -148,7 +148,25 @@ def verbatim_items(entries: list[Entry]) -> list[str]:
                 items += [item for item in record.split("\n\n") if item.strip()]
             case _:
                 pass
-    return items
+    return _within_bound(items)
+
+
+def _within_bound(items: list[str]) -> list[str]:
+    """Every human message; the failures' error texts newest first up to
+    ``VERBATIM_FAILURES_CHARS``, an older failure as its call and its error's first line."""
+    room = VERBATIM_FAILURES_CHARS
+    kept: list[str] = []
+    for item in reversed(items):
+        shown = item
+        if item.startswith("Failed ") and len(item) > room:
+            call, _, error = item.partition(":\n")
+            first = error.strip().splitlines()[0][:200] if error.strip() else ""
+            shown = f"{call}:\n{first} [error cut; the log keeps it]"
+        if shown.startswith("Failed "):
+            room = max(room - len(shown), 0)
+        kept.append(shown)
+    kept.reverse()
+    return kept
 
 
 def summary_prompt(view: Projection, keep_from: int | None, notes: list[str]) -> str:

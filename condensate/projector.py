@@ -24,6 +24,7 @@ from condensate.events import (
     ChildSpawned,
     CompactionRequested,
     Engine,
+    EngineNotice,
     Event,
     ModelRefused,
     ModelUsage,
@@ -164,6 +165,10 @@ class Projection:
     requested: Requested | None = None
     lines_written: dict[str, list[int]] = field(default_factory=dict)
     """System line code -> [human turn, model calls] when it was last written."""
+    baked_before: int = 0
+    """The seq of the latest session a CLI started with a rendered window (a fork, a fresh
+    session or Codex thread): what the view held before it is text inside that session's
+    first message, which no receipt can reach, so cheap tiers leave it alone."""
     billed: dict[str, Bill] = field(default_factory=dict)
     """``session|model`` -> what the provider billed for the calls of that session on that
     model (``main`` for the native loop, which has no session of its own)."""
@@ -223,6 +228,8 @@ class Projection:
                 )
             case ModelUsage():
                 self._counted(seq, event)
+            case EngineNotice(notice="session-fresh" | "session-forked"):
+                self.baked_before = seq
             case ModelRefused():
                 self.refusal = event.tokens or 0
             case Window():

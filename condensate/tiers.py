@@ -112,7 +112,11 @@ def cheap_clearing(
 ) -> Clearing:
     """The results ``tier`` would clear, oldest first, and the tokens it would free."""
     allowed: set[Category] = {"reread"} if tier == "microcompact" else {"reread", "action"}
-    live = [i for i, e in enumerate(view.entries) if e.role == "tool" and e.receipt is None]
+    live = [
+        i
+        for i, e in enumerate(view.entries)
+        if e.role == "tool" and e.receipt is None and e.seq > view.baked_before
+    ]
     recent = set(live[-settings.keep_recent_results :]) if settings.keep_recent_results else set()
     cleared: list[int] = []
     freed = 0
@@ -138,7 +142,10 @@ def largest_clearing(view: Projection, need: int) -> Clearing:
     live = [
         e
         for e in view.entries
-        if e.role == "tool" and e.receipt is None and e.category != "control"
+        if e.role == "tool"
+        and e.receipt is None
+        and e.category != "control"
+        and e.seq > view.baked_before
     ]
     cleared: list[int] = []
     freed = 0
@@ -182,6 +189,12 @@ VERBATIM_ERROR_CHARS = 6_000
 many characters (a failing run of a thousand lines is mostly noise; the log keeps it all)."""
 
 
+VERBATIM_FAILURES_CHARS = 12_000
+"""All failed calls' error texts one summary keeps word for word, newest first; an older
+failure keeps its call and the first line of its error (each summary carries the record of
+the last one forward: without a bound it would grow until no summary fits)."""
+
+
 def verbatim_error(output: str, seq: int) -> str:
     """The error text a summary's verbatim record keeps: whole, or its head and tail."""
     if len(output) <= VERBATIM_ERROR_CHARS:
@@ -192,18 +205,18 @@ def verbatim_error(output: str, seq: int) -> str:
     return f"{output[:half]}\n{note}\n{output[-half:]}"
 
 
-def _verbatim_tokens(entry: Entry) -> int:
-    """What ``entry`` adds to a summary that replaces it, word for word: a human message, a
-    failed call's (capped) error text, an earlier summary's record."""
+def _verbatim_tokens(entry: Entry) -> tuple[int, int]:
+    """What ``entry`` adds to a summary that replaces it, word for word: (a human message,
+    failures: a failed call's capped error text or an earlier summary's record)."""
     event = entry.event
     if isinstance(event, Window):
         record = (event.summary or "").partition(VERBATIM_HEADING + "\n")[2]
-        return estimate(record) if record else 0
+        return 0, estimate(record) if record else 0
     if isinstance(event, UserMessage) and event.author == "human":
-        return entry.tokens
+        return entry.tokens, 0
     if isinstance(event, ToolResult) and event.is_error:
-        return min(entry.tokens, estimate("x" * VERBATIM_ERROR_CHARS))
-    return 0
+        return 0, min(entry.tokens, estimate("x" * VERBATIM_ERROR_CHARS))
+    return 0, 0
 
 
 @dataclass(frozen=True)
@@ -232,13 +245,16 @@ def summary_cut(
     protected = view.protected_seqs
     replaced = [0] * (count + 1)
     verbatim = [0] * (count + 1)
-    total = kept = 0
+    total = humans = failures = 0
+    failures_cap = estimate("x" * VERBATIM_FAILURES_CHARS)
     for i, entry in enumerate(entries):
         if entry.seq not in protected:
             total += entry.tokens
-            kept += _verbatim_tokens(entry)
+            human, failure = _verbatim_tokens(entry)
+            humans += human
+            failures += failure
         replaced[i + 1] = total
-        verbatim[i + 1] = kept
+        verbatim[i + 1] = humans + min(failures, failures_cap)
     limit = count if protect_from is None else protect_from
     best: int | None = None
     latest: int | None = None

@@ -28,6 +28,7 @@ from condensate.gateway.passes import Pass, Passes, PassRefused
 from condensate.gateway.wire import (
     APIS,
     MEASURED_PATHS,
+    USAGE_EVENTS,
     Api,
     ReplyUsage,
     RequestShape,
@@ -324,7 +325,7 @@ class Gateway:
             return web.Response(body=data, status=upstream.status, headers=headers)
         response = web.StreamResponse(status=upstream.status, headers=headers)
         await response.prepare(request)
-        splitter = SseSplitter()
+        splitter = SseSplitter(wanted=USAGE_EVENTS)
         gone = False
         try:
             async for chunk in upstream.content.iter_any():

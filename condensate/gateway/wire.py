@@ -270,12 +270,26 @@ class ReplyUsage:
                 self.complete = self.seen
 
 
+USAGE_EVENTS = (
+    b"message_start",
+    b"message_delta",
+    b"message_stop",
+    b"response.completed",
+    b"response.incomplete",
+    b"response.failed",
+)
+"""The events that carry a reply's counts, or end it."""
+
+
 @dataclass
 class SseSplitter:
     """Cuts a byte stream into SSE events; what is left of a partial event waits for the next
     chunk."""
 
     buffer: bytes = b""
+    wanted: tuple[bytes, ...] | None = None
+    """Decode only events whose bytes hold one of these (None: every event): a reply's text
+    deltas need no parsing to find its counts."""
 
     def feed(self, chunk: bytes) -> list[Any]:
         """The data of each event that ``chunk`` completes (``None`` for data that is not
@@ -285,6 +299,8 @@ class SseSplitter:
         *events, self.buffer = self.buffer.split(b"\n\n")
         out: list[Any] = []
         for event in events:
+            if self.wanted is not None and not any(w in event for w in self.wanted):
+                continue
             lines = [ln[5:].lstrip() for ln in event.split(b"\n") if ln.startswith(b"data:")]
             if not lines:
                 continue

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from condensate.ceilings import CeilingSettings
 from condensate.curator import replaced_entries, verbatim_items, with_verbatim_record
-from condensate.events import UserMessage, Window
+from condensate.events import EngineNotice, UserMessage, Window
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Cut, Decision, HoldBack, PlannerSettings, Stop, plan
 from condensate.projector import PAUSE_CODE
 from condensate.testing.threads import ThreadBuilder
 from condensate.tiers import (
     VERBATIM_ERROR_CHARS,
+    VERBATIM_FAILURES_CHARS,
     VERBATIM_HEADING,
+    TierSettings,
+    cheap_clearing,
     summary_cut,
     verbatim_error,
 )
@@ -229,11 +232,22 @@ def test_summary_cut_caps_each_failure_at_the_verbatim_error_size():
     b = ThreadBuilder()
     b.turn("brief", 100)
     b.call("shell", "pytest", 20_000, error=True)
-    b.call("shell", "pytest", 30_000, error=True)
     cut = summary_cut(b.view, 0, None)
     assert cut is not None
-    assert cut.verbatim == 2 * CAPPED
+    assert cut.verbatim == CAPPED
     assert cut.verbatim < 20_000
+
+
+def test_summary_cut_bounds_all_failures_together():
+    """However many failures a summary replaces, their word-for-word part counts at most the
+    failures' bound (older ones keep only their first line)."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    for _ in range(10):
+        b.call("shell", "pytest", 20_000, error=True)
+    cut = summary_cut(b.view, 0, None)
+    assert cut is not None
+    assert cut.verbatim == estimate("x" * VERBATIM_FAILURES_CHARS)
 
 
 def test_summary_cut_counts_an_earlier_summarys_record_by_its_text():
@@ -276,12 +290,14 @@ def failing_view(error: bool) -> ThreadBuilder:
     return b
 
 
-def test_large_failures_in_the_replaced_range_can_make_a_summary_too_large():
-    """The summary must carry the failed calls' errors word for word: when those alone
-    leave the prompt over the line, the turn stops instead of taking a summary."""
-    d = decide(failing_view(error=True))
-    assert isinstance(d, Stop)
-    assert d.reason.startswith("even a summary leaves")
+def test_failures_in_the_replaced_range_cost_a_summary_their_bound():
+    """The summary must carry the failed calls' errors word for word, up to their bound: it
+    is planned to free that much less than over the same results succeeding."""
+    failed = decide(failing_view(error=True))
+    passed = decide(failing_view(error=False))
+    assert isinstance(failed, Cut)
+    assert isinstance(passed, Cut)
+    assert passed.freed - failed.freed == estimate("x" * VERBATIM_FAILURES_CHARS)
 
 
 def test_the_same_results_succeeding_leave_room_for_a_summary():
@@ -423,3 +439,41 @@ def test_huge_failures_count_only_their_capped_error_toward_the_summary():
     d = decide(b)
     assert isinstance(d, Cut)
     assert d.kind == "summary"
+
+
+def test_verbatim_items_keep_the_newest_failures_within_their_bound():
+    """Failures' error texts are kept newest first up to VERBATIM_FAILURES_CHARS together; an
+    older one keeps its call and its error's first line, said to be cut; every human message
+    stays whole."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    errors = [f"Error number {i}\n" + "x" * 5_000 for i in range(4)]
+    for i, error in enumerate(errors):
+        b.call("shell", f"pytest -k t{i}", 2_000, error=True, output=error)
+        b.user(f"steer {i}", 10)
+    items = verbatim_items(replaced_entries(b.view, None))
+    failures = [item for item in items if item.startswith("Failed ")]
+    assert [item for item in items if item.startswith("Human: ")] == [
+        f'Human: "steer {i}"' for i in range(4)
+    ]
+    assert failures[-1] == f"Failed shell(pytest -k t3):\n{errors[3]}"
+    assert failures[-2] == f"Failed shell(pytest -k t2):\n{errors[2]}"
+    assert (
+        failures[0] == "Failed shell(pytest -k t0):\nError number 0 [error cut; the log keeps it]"
+    )
+    assert sum(len(f) for f in failures) <= VERBATIM_FAILURES_CHARS + 200
+
+
+def test_cheap_tiers_leave_what_a_cli_session_started_with_alone():
+    """On a CLI engine, results logged before the latest session that started with a rendered
+    window (session-fresh, session-forked) are text inside that session's first message: no
+    cheap tier clears them (no receipt could reach the provider), later ones it may."""
+    b = ThreadBuilder(engine="claude")
+    b.turn("brief", 100)
+    before = [b.call("read", f"old{i}.py", 3_000)[1] for i in range(4)]
+    b.add(EngineNotice(at=b.tick(), engine="claude", notice="session-fresh", detail="pid=1"), 0)
+    after = [b.call("read", f"new{i}.py", 3_000)[1] for i in range(5)]
+    cleared = cheap_clearing(b.view, "microcompact", TierSettings(), None).cleared
+    assert cleared
+    assert not set(cleared) & {s.seq for s in before}
+    assert set(cleared) <= {s.seq for s in after}
