@@ -1,0 +1,39 @@
+"""The gateway-latency benchmark, run as CI runs it: a real subprocess (a real daemon, a Claude
+Code thread, the fake in its own process) that prints one JSON object whose figures hang
+together."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "gateway_latency.py"
+
+
+def test_gateway_latency_prints_one_consistent_json_report() -> None:
+    """``gateway_latency.py --json --requests 5`` exits 0 and prints one JSON object: both
+    sides timed with positive medians no larger than their p99s, the added figures their
+    differences, and every gateway request logged on the thread as a call."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--json", "--requests", "5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["benchmark"] == "gateway_latency"
+    assert report["requests"] == 5
+    assert report["request_bytes"] > 10_000  # a real Claude Code request
+    for side in ("direct", "gateway"):
+        figures = report[side]
+        assert 0 < figures["min_ms"] <= figures["median_ms"] <= figures["p99_ms"]
+    added = report["gateway"]["median_ms"] - report["direct"]["median_ms"]
+    assert abs(report["added_median_ms"] - added) < 0.01
+    # The CLI's first call, five warm-ups and the five timed requests, each logged.
+    assert report["calls_logged"] >= 1 + 5 + 5
