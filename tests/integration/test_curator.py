@@ -13,7 +13,6 @@ import pytest
 from aiohttp import web
 
 from condensate.curator import (
-    VERBATIM_HEADING,
     Curator,
     CuratorSettings,
     Miss,
@@ -25,6 +24,7 @@ from condensate.providers import Endpoint, ModelClient, ProviderSettings, make_c
 from condensate.providers._http import RetryPolicy
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Text
 from condensate.testing.threads import ThreadBuilder
+from condensate.tiers import VERBATIM_HEADING
 from tests.unit.test_planner import decide
 
 CURATOR = "anthropic:claude-haiku-4-5"
