@@ -291,7 +291,7 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
     from condensate import replay  # noqa: PLC0415  (the fake server loads only for a replay)
 
     recording = replay.load(Path(args.log), args.thread)
-    defaults = replay.Prices()
+    defaults = replay.default_prices()
     prices = replay.Prices(
         input=defaults.input if args.price_input is None else args.price_input,
         cache_read=defaults.cache_read if args.price_cache_read is None else args.price_cache_read,

@@ -7,7 +7,7 @@ the bills (``billing``) side by side. This package re-exports the public names o
 
 from __future__ import annotations
 
-from condensate.replay.billing import WEIGHTS, Bill, Prices
+from condensate.replay.billing import WEIGHTS, Bill, Prices, default_prices
 from condensate.replay.config import (
     DEFAULT_WINDOW,
     POLICIES,
@@ -82,6 +82,7 @@ __all__ = [
     "SingleSummaryPolicy",
     "UnmanagedPolicy",
     "argument_of",
+    "default_prices",
     "from_claude",
     "from_codex",
     "from_events",

@@ -9,20 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from condensate.prices import Price, price_of
 from condensate.providers.types import Usage
 
 WEIGHTS = {"uncached": 1.0, "cache_write": 1.25, "cache_read": 0.1}
 """Anthropic's price ratios to base input tokens; ``weighted_input`` uses them."""
 
 
-@dataclass(frozen=True)
-class Prices:
-    """USD per million tokens; the defaults are Claude Sonnet 4.5's list prices."""
+Prices = Price
+"""USD per million tokens by class (``condensate.prices``)."""
 
-    input: float = 3.0
-    cache_read: float = 0.30
-    cache_write: float = 3.75
-    output: float = 15.0
+
+def default_prices() -> Price:
+    """A replay's prices unless told otherwise: Claude Sonnet 4.5's list prices."""
+    sonnet = price_of("claude-sonnet-4-5")
+    assert sonnet is not None
+    return sonnet
 
 
 @dataclass

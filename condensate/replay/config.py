@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from condensate.ceilings import CeilingSettings
 from condensate.planner import PlannerSettings
-from condensate.replay.billing import Prices
+from condensate.replay.billing import Prices, default_prices
 from condensate.replay.stand_in import FAKE_CURATOR
 
 POLICIES = ("condensate", "unmanaged", "single-summary")
@@ -22,7 +22,7 @@ class ReplayConfig:
     """The model's window; default: the built-in table for the recording's model, else 200k."""
     ceilings: CeilingSettings = field(default_factory=CeilingSettings)
     planner: PlannerSettings = field(default_factory=PlannerSettings)
-    prices: Prices = field(default_factory=Prices)
+    prices: Prices = field(default_factory=default_prices)
     policies: tuple[str, ...] = POLICIES
     curator: str = FAKE_CURATOR
     """``fake`` (the stand-in through the fake server) or a ``provider:model`` name."""
