@@ -164,3 +164,40 @@ async def test_a_threads_costs_match_what_the_provider_billed(
     (session,) = costs["sessions"]
     assert session["session"] in sessions
     assert session["model"] == bare
+
+
+TOKEN = "oauth-token-1"  # noqa: S105 - the fake's, for this test
+
+
+async def test_a_subscription_token_reaches_the_provider_as_a_bearer(
+    tmp_path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With CONDENSATE_ANTHROPIC_AUTH_TOKEN (a Claude subscription's OAuth token) the real
+    Claude Code CLI, holding only its pass, works against a provider that accepts nothing but
+    that bearer token; the token went out with the OAuth beta and the CLI never held it."""
+    monkeypatch.setenv("CONDENSATE_ANTHROPIC_AUTH_TOKEN", TOKEN)
+    async with FakeModelServer(window=200_000) as fake:
+        fake.configure(bearer_token=TOKEN)
+        fake.queue(Text("hello from a subscription"), model="claude-sonnet-4-5")
+        async with running(tmp_path / "home", fake=fake) as runtime:
+            thread = await runtime.create(
+                ThreadSpec(
+                    engine="claude",
+                    model="anthropic:claude-sonnet-4-5",
+                    cwd=str(workdir),
+                    brief="say hello",
+                )
+            )
+            with anyio.fail_after(90):
+                await thread.turn_done.wait()
+            events = [s.event for s in runtime.log.replay(thread.thread_id)]
+        calls = [r for r in fake.requests if r.endpoint == "messages"]
+    assert events[-1].kind == "turn.ended"
+    assert events[-1].outcome == "completed"
+    assert calls
+    for request in calls:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        assert request.status == 200
+        assert headers["authorization"] == f"Bearer {TOKEN}"
+        assert "oauth-2025-04-20" in headers["anthropic-beta"]
+        assert "x-api-key" not in headers
