@@ -102,14 +102,15 @@ WINDOWS: dict[Engine, int] = {"claude": 200_000, "codex": 272_000}
 """The fake's window for the thread's model, the same in all three arms: claude-sonnet-4-5's
 real window, and gpt-5.5's window in Codex's bundled catalog (``codex debug models
 --bundled``: ``context_window`` 272000), at 90 % of which Codex compacts on its own."""
-RECOMMENDED_CEILING: dict[Engine, int] = {"claude": 70_000, "codex": 60_000}
+RECOMMENDED_CEILING: dict[Engine, int] = {"claude": 60_000, "codex": 60_000}
 """The ceiling the README recommends for long tasks (``CONDENSATE_WINDOW_CEILING_CLAUDE`` /
 ``CONDENSATE_WINDOW_CEILING_PI``): the cheapest of the values tried (``--ceiling``) at which
 every turn of this task completed with no request over the ceiling. Claude Code, weighted
-input: 60k 1.72M, 70k 1.69M, 80k 1.79M, 90k 1.80M, 110k 2.13M; Codex: 60k 1.38M, 90k 1.61M.
-(Before two fixes found with this benchmark, every ceiling below 110k / 90k stopped the thread
-part-way: cheap tiers cleared results that were text in a new session's first message, and
-summaries carried every earlier failure forward.)"""
+input: 60k 1.51M, 70k 1.55M (with a CLI summary keeping 10 % of the line; with 25 %: 60k
+1.72M, 70k 1.69M, 80k 1.79M, 90k 1.80M, 110k 2.13M); Codex: 60k 1.22M. (Before two fixes
+found with this benchmark, every ceiling below 110k / 90k stopped the thread part-way: cheap
+tiers cleared results that were text in a new session's first message, and summaries carried
+every earlier failure forward.)"""
 CEILING_SETTING: dict[Engine, str] = {
     "claude": "CONDENSATE_WINDOW_CEILING_CLAUDE",
     "codex": "CONDENSATE_WINDOW_CEILING_PI",

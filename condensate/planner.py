@@ -239,7 +239,7 @@ def _summary(
     # claim far above the prompt must not make every summary look too large (a wedge).
     fixed = usage.measured - view.view_tokens
     room = usage.line - fixed - budget
-    tail_budget = min(int(usage.line * settings.tiers.keep_tail_share), room)
+    tail_budget = min(int(usage.line * settings.tiers.tail_share(view.engine)), room)
     cut = tiers.summary_cut(view, max(tail_budget, 0), protect)
     if cut is None:
         return Stop(usage, "nothing before the kept range can be summarized")
@@ -298,7 +298,7 @@ def _requested(view: Projection, usage: ContextUsage, settings: PlannerSettings)
     if keep_from is None:
         # Asked for: the fit rules of an automatic cut do not apply; with nothing to keep,
         # the summary stands right after the brief and pins.
-        tail = int(usage.line * settings.tiers.keep_tail_share)
+        tail = int(usage.line * settings.tiers.tail_share(view.engine))
         chosen = tiers.summary_cut(view, tail, None)
         keep_from = None if chosen is None else chosen.keep_from
     author: Author | None = None
