@@ -101,6 +101,7 @@ class TierSettings:
 
     def tail_share(self, engine: str) -> float:
         return self.keep_tail_share_cli if engine in ("claude", "codex") else self.keep_tail_share
+
     """A summary keeps about this share of the line verbatim (ours)."""
     summary_budget: int = 4_000
     """Tokens set aside for a summary's text (ours)."""
