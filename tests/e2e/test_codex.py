@@ -477,3 +477,26 @@ async def test_the_rollout_codex_wrote_replays(daemon, fake, workdir):
     report = await replay(recording, ReplayConfig(window=WINDOW, policies=("condensate",)))
     assert report.results["condensate"].retention.passed
     assert report.results["condensate"].calls == recording.model_calls == 3
+
+
+async def test_two_threads_and_a_slow_curator_stay_under_the_ceiling(daemon, fake, workdir):
+    """Two Codex threads cross their line at the same time while the curator takes 6 s a
+    summary: every request the provider receives stays under the ceiling (the gateway holds
+    each over the line until its window is taken), and both turns complete."""
+    fake.queue(*[shell(f"echo {i}", text=NOTES) for i in range(12)], model=MODEL)
+    fake.queue(Text("all counted"), Text("all counted"), model=MODEL)
+    slow = Slow(Text("Summary: notes on the parser were taken."), chunk_delay=0.6, chunks=10)
+    fake.queue(slow, slow, slow, slow, model="claude-haiku-4-5")
+    async with aiohttp.ClientSession() as session:
+        first = await start_codex_thread(session, daemon, workdir)
+        second = await start_codex_thread(session, daemon, workdir)
+        events = [
+            await turn_ended(session, daemon, first),
+            await turn_ended(session, daemon, second),
+        ]
+    windows = [e for log in events for e in log if e["kind"] == "window"]
+    assert windows, daemon.log_tail()
+    sent = generations(fake)
+    assert max(r.input_tokens for r in sent) <= CEILING
+    check_pairs(daemon, first)
+    check_pairs(daemon, second)
