@@ -93,6 +93,7 @@ from condensate.testing.fake_model._accounting import (
     count_blocks,
     responses_blocks,
 )
+from condensate.tokens import bare_model
 from tests.integration.daemon import REPO, DaemonProcess, call
 
 Engine = Literal["claude", "codex"]
@@ -137,11 +138,6 @@ CLAUDE_COMPACTION = ("Do NOT call any tools", "create a detailed summary of the 
 CODEX_COMPACTION = "CONTEXT CHECKPOINT COMPACTION"
 CURATOR_SYSTEM = "You write the summary that replaces the earlier part"
 CHARS_PER_TOKEN = 3.6
-
-
-def bare(model: str) -> str:
-    """``anthropic:claude-sonnet-4-5`` as its API names it: ``claude-sonnet-4-5``."""
-    return model.partition(":")[2] or model
 
 
 def marker(turn: int) -> str:
@@ -1055,8 +1051,8 @@ async def run_arm(name: str, setup: Setup) -> dict[str, Any]:
     work = state / "work"
     work.mkdir(parents=True)
     write_workspace(task, work)
-    main_model = bare(MODELS[engine])
-    windows = {main_model: WINDOWS[engine], bare(CURATOR_MODEL): CURATOR_WINDOW}
+    main_model = bare_model(MODELS[engine])
+    windows = {main_model: WINDOWS[engine], bare_model(CURATOR_MODEL): CURATOR_WINDOW}
     fake = FakeProcess(windows, state / "fake.log")
     await asyncio.to_thread(fake.start)
     replies = {
@@ -1068,7 +1064,7 @@ async def run_arm(name: str, setup: Setup) -> dict[str, Any]:
         Script(replies),
         task,
         main_model,
-        bare(CURATOR_MODEL),
+        bare_model(CURATOR_MODEL),
         windows,
         claude_summary=engine == "claude",
     )

@@ -29,7 +29,6 @@ import os
 import platform
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import anyio
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.integration.daemon import REPO, DaemonProcess, call
+from tests.integration.daemon import REPO, DaemonProcess, call, fake_process
+from tests.integration.procs import environ_of
 
 MODEL = "anthropic:claude-sonnet-4-5"
 REQUESTS = 300
@@ -65,12 +64,6 @@ def summary(seconds: list[float]) -> dict[str, float]:
         "p99_ms": ms(percentile(seconds, 0.99)),
         "min_ms": ms(min(seconds)),
     }
-
-
-def environ_of(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
 
 
 async def first_turn(
@@ -115,15 +108,7 @@ async def timed(
 
 
 async def measure(requests: int, work: Path) -> dict[str, Any]:
-    command = [sys.executable, "-m", "condensate.testing.fake_model", "--window", "0"]
-    async with await anyio.open_process(command, cwd=REPO, stderr=subprocess.DEVNULL) as fake:
-        assert fake.stdout is not None
-        url = ""
-        async for chunk in fake.stdout:
-            url += chunk.decode()
-            if "\n" in url:
-                break
-        fake_url = url.strip()
+    async with fake_process() as fake_url:
         home = work / "home"
         home.mkdir()
         binary = str(REPO / "node_modules" / ".bin" / "claude")
@@ -155,7 +140,6 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
                 status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
         finally:
             await asyncio.to_thread(daemon.close)
-            fake.terminate()
     ours, theirs = summary(through), summary(direct)
     return {
         "request_bytes": len(body),

@@ -25,7 +25,6 @@ switched off (a counter that returns 0), with tiktoken alone, and with tiktoken'
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import os
@@ -33,11 +32,10 @@ import platform
 import random
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +64,7 @@ from condensate.settings import Settings
 from condensate.store import EventLog
 from condensate.testing.fake_model import Call, Text, ToolCalls, reply_to_json
 from condensate.tokens import Counter, TiktokenCounter, count_event, counter_for
+from tests.integration.daemon import fake_process
 
 MODEL = "anthropic:claude-sonnet-4-5"
 SEED = 20_261_208
@@ -117,25 +116,6 @@ class TimedClient:
             return await self.inner.complete(request)
         finally:
             self.ends.append(time.perf_counter())
-
-
-@contextlib.asynccontextmanager
-async def fake_process(window: int) -> AsyncIterator[str]:
-    """The fake model server in a process of its own, as a provider is: its heap (it keeps
-    every request it answered) and its garbage collections are not the daemon's. Its URL."""
-    command = [sys.executable, "-m", "condensate.testing.fake_model", "--window", str(window)]
-    async with await anyio.open_process(command, stderr=subprocess.DEVNULL) as process:
-        assert process.stdout is not None
-        url = ""
-        async for chunk in process.stdout:
-            url += chunk.decode()
-            if "\n" in url:
-                break
-        try:
-            yield url.strip()
-        finally:
-            process.terminate()
-            await process.wait()
 
 
 async def queue_replies(session: aiohttp.ClientSession, url: str, replies: list[Any]) -> None:

@@ -7,8 +7,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -21,7 +19,7 @@ import anyio
 from benchmarks import soak_checks as checks
 from benchmarks.machine import clear_stale_pyenv_lock
 from condensate.testing.fake_model import Call, Reply, Slow, Text, ToolCalls, reply_to_json
-from tests.integration.daemon import REPO, DaemonProcess, call
+from tests.integration.daemon import REPO, DaemonProcess, call, fake_process
 
 MODELS: dict[str, tuple[str, int]] = {
     "api": ("anthropic:claude-opus-5-5", 100_000),
@@ -89,36 +87,24 @@ class Driver:
         cls, work: Path, env: Callable[[dict[str, str]], dict[str, str]]
     ) -> AsyncIterator[Driver]:
         """A fake model server in a process of its own, a session, and a started daemon."""
-        command = [sys.executable, "-m", "condensate.testing.fake_model", "--window", "0"]
-        async with await anyio.open_process(command, cwd=REPO, stderr=subprocess.DEVNULL) as fake:
-            assert fake.stdout is not None
-            url = ""
-            async for chunk in fake.stdout:
-                url += chunk.decode()
-                if "\n" in url:
-                    break
-            try:
-                async with aiohttp.ClientSession() as session:
-                    driver = cls(work, url.strip(), session)
-                    driver.home.mkdir(exist_ok=True)
-                    driver.cwd.mkdir(exist_ok=True)
-                    bin_dir = REPO / "node_modules" / ".bin"
-                    binaries = {
-                        "CONDENSATE_CLAUDE_BINARY": str(bin_dir / "claude"),
-                        "CONDENSATE_CODEX_BINARY": str(bin_dir / "codex"),
-                    }
-                    driver.daemon = DaemonProcess(driver.home, url.strip(), extra_env=env(binaries))
-                    async with anyio.create_task_group() as janitor:
-                        janitor.start_soon(driver._clear_stale_locks)
-                        try:
-                            await driver.restart()
-                            yield driver
-                        finally:
-                            await asyncio.to_thread(driver.daemon.close)
-                            janitor.cancel_scope.cancel()
-            finally:
-                fake.terminate()
-                await fake.wait()
+        async with fake_process() as url, aiohttp.ClientSession() as session:
+            driver = cls(work, url, session)
+            driver.home.mkdir(exist_ok=True)
+            driver.cwd.mkdir(exist_ok=True)
+            bin_dir = REPO / "node_modules" / ".bin"
+            binaries = {
+                "CONDENSATE_CLAUDE_BINARY": str(bin_dir / "claude"),
+                "CONDENSATE_CODEX_BINARY": str(bin_dir / "codex"),
+            }
+            driver.daemon = DaemonProcess(driver.home, url, extra_env=env(binaries))
+            async with anyio.create_task_group() as janitor:
+                janitor.start_soon(driver._clear_stale_locks)
+                try:
+                    await driver.restart()
+                    yield driver
+                finally:
+                    await asyncio.to_thread(driver.daemon.close)
+                    janitor.cancel_scope.cancel()
 
     async def _clear_stale_locks(self) -> None:
         """Undo, as the machine's own rule allows, what a SIGKILLed login shell leaves: the

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from condensate.tokens import bare_model
+
 
 class Price(BaseModel):
     """US dollars per million tokens."""
@@ -60,14 +62,9 @@ LIST_PRICES: dict[str, Price] = {
 ``CONDENSATE_MODEL_PRICES``."""
 
 
-def bare(model: str) -> str:
-    """``anthropic:claude-sonnet-4-5`` -> ``claude-sonnet-4-5``."""
-    return model.split(":", 1)[-1]
-
-
 def price_of(model: str, extra: Mapping[str, Price] | None = None) -> Price | None:
-    name = bare(model)
-    table = {**LIST_PRICES, **{bare(k): v for k, v in (extra or {}).items()}}
+    name = bare_model(model)
+    table = {**LIST_PRICES, **{bare_model(k): v for k, v in (extra or {}).items()}}
     if name in table:
         return table[name]
     known = [k for k in table if name.startswith(k + "-")]

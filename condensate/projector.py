@@ -116,6 +116,16 @@ class Bill:
         else:
             self.usd = round(self.usd + usage.usd, 6)
 
+    def merge(self, other: Bill) -> None:
+        """Add ``other``'s calls to this bill."""
+        self.calls += other.calls
+        self.input += other.input
+        self.cache_write += other.cache_write
+        self.cache_read += other.cache_read
+        self.output += other.output
+        self.unpriced += other.unpriced
+        self.usd = round(self.usd + other.usd, 6)
+
 
 @dataclass(slots=True)
 class Requested:

@@ -60,7 +60,7 @@ from condensate.providers import ModelClient
 from condensate.queries import last_text, open_calls, unanswered_input
 from condensate.settings import Settings
 from condensate.store import EventLog
-from condensate.tokens import counter_for, model_text
+from condensate.tokens import bare_model, counter_for, model_text
 from condensate.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
@@ -551,7 +551,7 @@ class Runtime:
 
 def _same_model(called: str, thread_model: str) -> bool:
     """``called`` (as the provider names it) is the thread's model (``provider:name``)."""
-    bare = thread_model.split(":", 1)[-1]
+    bare = bare_model(thread_model)
     return not called or called == bare or called.startswith(bare)
 
 

@@ -210,9 +210,7 @@ def costs_json(view: Projection) -> dict[str, Any]:
     unpriced: set[str] = set()
     for key, bill in sorted(view.billed.items()):
         session, _, model = key.partition("|")
-        for name in ("calls", "input", "cache_write", "cache_read", "output", "unpriced"):
-            setattr(total, name, getattr(total, name) + getattr(bill, name))
-        total.usd = round(total.usd + bill.usd, 6)
+        total.merge(bill)
         if bill.unpriced:
             unpriced.add(model)
         sessions.append(

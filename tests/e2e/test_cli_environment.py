@@ -12,6 +12,7 @@ import pytest
 from condensate.engine import ThreadSpec
 from condensate.events import Engine
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from tests.integration.procs import environ_of
 from tests.integration.test_runtime import running
 
 FOREIGN = {
@@ -24,12 +25,6 @@ CASES = [
     ("claude", "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
     ("codex", "openai:gpt-5.5", "CODEX_PROVIDER_API_KEY"),
 ]
-
-
-def environ_of(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
 
 
 @pytest.mark.parametrize(("engine", "model", "own"), CASES)

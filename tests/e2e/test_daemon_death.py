@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import aiohttp
 import anyio
@@ -19,7 +18,7 @@ from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, Too
 from tests.e2e.conftest import CLAUDE, CODEX
 from tests.e2e.log import started_pid, turn_ended
 from tests.integration.daemon import DaemonProcess, call
-from tests.integration.procs import alive, descendants
+from tests.integration.procs import alive, descendants, environ_of
 
 CLAUDE_MODEL = "claude-sonnet-4-5"
 CODEX_MODEL = "gpt-5.5"
@@ -92,12 +91,6 @@ async def test_a_sigkilled_daemon_leaves_no_cli_running(tmp_path, fake, workdir)
     assert later == seen
 
 
-def pass_of(pid: int) -> str:
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    pairs = dict(item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return pairs[b"ANTHROPIC_API_KEY"].decode()
-
-
 async def test_a_cli_pass_is_worth_nothing_after_the_daemon_restarts(tmp_path, fake, workdir):
     """A CLI's gateway pass is signed by a secret the daemon holds in memory only: after a
     SIGKILL and a restart, a request with the old pass is refused (401 invalid-gateway-pass,
@@ -124,7 +117,7 @@ async def test_a_cli_pass_is_worth_nothing_after_the_daemon_restarts(tmp_path, f
             )
             assert status == 201, created
             events = await turn_ended(session, daemon, str(created["id"]))
-            old = pass_of(started_pid(events))
+            old = environ_of(started_pid(events))["ANTHROPIC_API_KEY"]
             assert daemon.process is not None
             os.kill(daemon.process.pid, signal.SIGKILL)
             daemon.process.wait(timeout=10)

@@ -9,15 +9,35 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import anyio
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@asynccontextmanager
+async def fake_process(window: int = 0) -> AsyncIterator[str]:
+    """The fake model server in a process of its own, as a provider is (its heap and garbage
+    collections are not the daemon's), run from this checkout: its URL."""
+    command = [sys.executable, "-m", "condensate.testing.fake_model", "--window", str(window)]
+    async with await anyio.open_process(command, cwd=REPO, stderr=subprocess.DEVNULL) as process:
+        assert process.stdout is not None
+        url = ""
+        async for chunk in process.stdout:
+            url += chunk.decode()
+            if "\n" in url:
+                break
+        try:
+            yield url.strip()
+        finally:
+            process.terminate()
+            await process.wait()
 
 
 @dataclass

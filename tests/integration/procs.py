@@ -45,3 +45,10 @@ def descendants(root: int) -> dict[int, str]:
 
 def alive(pids: dict[int, str]) -> dict[int, str]:
     return {pid: cmd for pid, cmd in pids.items() if parent_of(pid) is not None}
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    """A live process's environment (``/proc/<pid>/environ``)."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
