@@ -151,11 +151,12 @@ async def test_a_long_turn_past_the_line_is_collapsed_in_flight_without_a_restar
 
 
 async def test_failures_past_the_line_are_summarized_and_the_session_forked(daemon, fake, workdir):
-    """Failed commands are never cleared by a cheap tier: past the line the gateway holds the
-    request, the curator's summary is taken, Condensate's own reply ends the CLI's turn, and
-    the session is forked at its root's first reply with the rendered window, the turn going
-    on there; no request passes the ceiling (one past the line says why it went on), and the
-    held reply is not logged as the model's."""
+    """Failed commands are never cleared by a cheap tier: past the line the curator's summary
+    is taken (by the gateway holding the request, whose reply ends the CLI's turn, or by the
+    after-tool checkpoint when the view crossed first), and the session is forked at its
+    root's first reply with the rendered window, the turn going on there; no request passes
+    the ceiling (one past the line says why it went on), and a held reply is not logged as
+    the model's."""
     fake.queue(
         *[bash(f"echo {i}", text=NOTES) for i in range(10)],
         Text("all counted"),
@@ -168,8 +169,10 @@ async def test_failures_past_the_line_are_summarized_and_the_session_forked(daem
     windows = [e for e in events if e["kind"] == "window"]
     assert windows, daemon.log_tail()
     assert {w["window_kind"] for w in windows} == {"summary"}
+    # The view (estimated) and the request (counted) cross the line within a few hundred
+    # tokens of each other; whichever crosses first takes the window, once.
     held = [e for e in events if e["kind"] == "system.line" and e["code"] == "gateway-held"]
-    assert held
+    assert len(held) <= 1, held
     forked = notices(events, "session-forked")
     assert forked, [e for e in events if e["kind"] == "engine.notice"]
     started = notices(events, "session-started")[0]
