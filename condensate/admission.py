@@ -111,6 +111,7 @@ async def _decide(runtime: Runtime, thread: Thread, size: int, ids: Sequence[str
     if _restarting(thread):
         return Admission(False, RESTARTING)
     await _caught_up(thread, ids)
+    await runtime.counted(thread)
     async with thread.lock:
         if _restarting(thread):  # a window another request held for was taken meanwhile
             return Admission(False, RESTARTING)

@@ -72,6 +72,9 @@ is free: about 0.1 ms of SQLite (a few ms at worst to count text never seen) aga
 0.4 ms for the round trip to a worker thread, twice per native model call."""
 STOPPED_BY_DAEMON = "the daemon stopped during this turn"
 MAX_CUTS_PER_CHECK = 3
+COUNT_WAIT_SECONDS = 2.0
+"""How long a decision waits for a count the gateway announced (it is logged within a
+millisecond or so of the reply's end; a stuck log must not stall the thread)."""
 INTERRUPT_GRACE_SECONDS = 1.0
 """How long an engine that interrupts its own turn (a CLI's interrupt request) is given
 before the turn is cancelled; the whole interrupt stays within 2 s."""
@@ -109,6 +112,8 @@ class Thread:
     """Why the last request the gateway held went on over the line, if it did."""
     receipts: Mapping[str, str] = field(default_factory=dict)
     receipts_at: tuple[int, int] = (-1, -1)
+    counting: int = 0
+    """Calls whose count the gateway announced and has not logged yet."""
 
     def notify(self) -> None:
         self.changed.set()
@@ -175,6 +180,12 @@ class Runtime:
 
     # -- what the gateway learns -------------------------------------------------------------
 
+    def usage_coming(self, thread_id: str) -> None:
+        """The gateway passed a reply's final count on; ``record_usage`` logs it next."""
+        thread = self.threads.get(thread_id)
+        if thread is not None:
+            thread.counting += 1
+
     async def record_usage(self, thread_id: str, usage: ModelUsage) -> None:
         """The provider's count for a call the gateway forwarded, logged as that call's
         ``model.usage``; dropped (and said) for a thread this runtime does not hold."""
@@ -183,7 +194,18 @@ class Runtime:
             log.warning("gateway_usage_dropped", thread=thread_id)
             return
         side = not _same_model(usage.model, thread.spec.model)
-        await self.append(thread, usage.model_copy(update={"at": self.clock(), "side": side}))
+        try:
+            await self.append(thread, usage.model_copy(update={"at": self.clock(), "side": side}))
+        finally:
+            thread.counting = max(thread.counting - 1, 0)
+            thread.notify()
+
+    async def counted(self, thread: Thread) -> None:
+        """Wait (a little) until every count the gateway announced for ``thread`` is in the
+        log: a decision on the view must not miss the last call's count."""
+        with anyio.move_on_after(COUNT_WAIT_SECONDS):
+            while thread.counting:
+                await thread.changed.wait()
 
     def gate(self, thread_id: str) -> int | None:
         """The request size above which the gateway holds a request for ``admit``."""
@@ -442,6 +464,7 @@ class Runtime:
         """Measure, plan, and carry the decision out. Called before model calls (native) or
         at the engine's own checkpoint."""
         taken: Window | None = None
+        await self.counted(thread)
         for _ in range(MAX_CUTS_PER_CHECK):
             usage = self.usage(thread)
             decision = planning.plan(thread.projection, usage, self.planner_settings, self.clock())

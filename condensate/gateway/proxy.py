@@ -2,8 +2,10 @@
 measure it, forward it with the real credential and stream the reply back as the provider
 sent it, logging the provider's count on the way.
 
-The usage of a call is logged before the reply's last event is passed on, so the CLI cannot
-have acted on a reply whose count is not in the log yet.
+A call's count is announced to the recorder before the reply's final count is passed on and
+logged right after it, off the reply's path: whatever decides on the thread's view (a
+checkpoint, an admission) waits for a count announced and not yet logged, so nothing acts on
+a reply whose count is not in the log.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Protocol
 
 import aiohttp
 import anyio
+import orjson
 import structlog
 from aiohttp import web
 from multidict import CIMultiDict
@@ -105,6 +108,10 @@ class Upstream:
 class GatewayRecorder(Protocol):
     """Where what the gateway learns goes: the thread's log (the runtime)."""
 
+    def usage_coming(self, thread_id: str) -> None:
+        """A call's count is on its way: ``record_usage`` follows, always."""
+        ...
+
     async def record_usage(self, thread_id: str, usage: ModelUsage) -> None: ...
 
     async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
@@ -154,6 +161,9 @@ class _Call:
     sent: Sent | None = None
     meter: SessionMeter | None = None
     usage: ReplyUsage = field(default_factory=ReplyUsage)
+    announced: bool = False
+    first: bool = False
+    """The session's first counted reply on this model: its baseline is logged too."""
     logged: bool = False
 
 
@@ -270,11 +280,16 @@ class Gateway:
                 return self._held(call, verdict.text)
             fresh = admitter.receipts(thread)
             if fresh != shown:
-                projected, replaced = with_receipts(call.api, document, fresh)
+                shown = fresh
+                projected, replaced = with_receipts(call.api, document, shown)
                 self._measure(call, projected)
         if not replaced:
             return body  # byte for byte as the CLI sent it
-        return json.dumps(projected, ensure_ascii=False, separators=(",", ":")).encode()
+        # What goes on is written from Python's own parse: orjson reads an integer past 64
+        # bits as a float, and the provider must get the CLI's request exactly, but for the
+        # receipts.
+        exact, _ = with_receipts(call.api, json.loads(body), shown)
+        return json.dumps(exact, ensure_ascii=False, separators=(",", ":")).encode()
 
     def _measure(self, call: _Call, document: Mapping[str, Any]) -> int:
         shape = RequestShape.of(call.api, document)
@@ -316,47 +331,72 @@ class Gateway:
     ) -> web.StreamResponse:
         headers = _forwarded(upstream.headers, reply=True)
         streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
-        if not streamed:
+        try:
+            if streamed:
+                return await self._stream(request, upstream, call, headers)
             data = await upstream.read()
             if call.shape is not None and upstream.status == 200:
                 with contextlib.suppress(ValueError):
-                    call.usage.read_body(call.api, json.loads(data))
+                    call.usage.read_body(call.api, _loads(data))
+                if call.usage.seen:
+                    self._announce(call)
+            whole = web.Response(body=data, status=upstream.status, headers=headers)
+            with contextlib.suppress(ConnectionResetError):
+                await whole.prepare(request)
+                await whole.write_eof()
+            return whole
+        finally:
+            # After the reply has gone out (off its path), and for a reply cut short too: it
+            # was counted and billed.
+            if call.shape is not None and call.usage.seen and not call.logged:
                 await self._log(call)
-            return web.Response(body=data, status=upstream.status, headers=headers)
+
+    async def _stream(
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        call: _Call,
+        headers: CIMultiDict[str],
+    ) -> web.StreamResponse:
         response = web.StreamResponse(status=upstream.status, headers=headers)
         await response.prepare(request)
         splitter = SseSplitter(wanted=USAGE_EVENTS)
-        gone = False
         try:
             async for chunk in upstream.content.iter_any():
-                if call.shape is not None and not call.logged:
+                if call.shape is not None and not call.announced:
                     for data in splitter.feed(chunk):
                         call.usage.read_event(call.api, data)
                     if call.usage.complete:
-                        await self._log(call)
+                        self._announce(call)
                 try:
                     await response.write(chunk)
                 except ConnectionResetError:  # aiohttp's reset errors are this too
-                    gone = True
                     log.info("gateway_client_left", thread=call.grant.thread_id)
-                    break
+                    return response
         except (aiohttp.ClientError, TimeoutError) as exc:
             # The provider cut its stream after it began: the client's stream ends where it
             # stands (no second response inside it), and the CLI treats it as any cut stream.
             log.warning("gateway_stream_cut", url=str(upstream.url), error=repr(exc))
             response.force_close()
-        finally:
-            if call.shape is not None and call.usage.seen and not call.logged:
-                await self._log(call)  # a reply cut short was still counted and billed
-        if not gone:
-            with contextlib.suppress(ConnectionResetError):
-                await response.write_eof()
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
         return response
+
+    def _announce(self, call: _Call) -> None:
+        """The count is complete: the session's meter learns it now (the CLI's next request
+        may follow at once), and the recorder is told it is coming."""
+        call.announced = True
+        if call.meter is not None and call.sent is not None:
+            call.first = call.meter.anchor is None
+            call.meter.answered(call.sent, call.usage.prompt)
+        self.recorder.usage_coming(call.grant.thread_id)
 
     async def _log(self, call: _Call) -> None:
         call.logged = True
         if call.shape is None or not call.usage.seen:
             return
+        if not call.announced:
+            self._announce(call)
         reply = call.usage
         usage = ModelUsage(
             at=now_utc(),
@@ -369,13 +409,9 @@ class Gateway:
             measured=call.measured,
             session=call.session or self.passes.engine_sessions.get(call.grant.thread_id),
         )
-        meter, sent = call.meter, call.sent
-        first = meter is not None and meter.anchor is None
-        if meter is not None and sent is not None:
-            meter.answered(sent, reply.prompt)
         await self.recorder.record_usage(call.grant.thread_id, usage)
-        if first and meter is not None and sent is not None:
-            baseline = meter.baseline(reply.prompt, sent)
+        if call.first and call.sent is not None and call.meter is not None:
+            baseline = call.meter.baseline(reply.prompt, call.sent)
             await self.recorder.record_baseline(call.grant.thread_id, baseline, call.shape.model)
 
 
@@ -383,10 +419,20 @@ def _json_object(body: bytes) -> Mapping[str, Any] | None:
     """The request's JSON object; None for anything else (the provider answers it in its
     own words)."""
     try:
-        document = json.loads(body)
+        document = _loads(body)
     except ValueError:
         return None
     return document if isinstance(document, Mapping) else None
+
+
+def _loads(data: bytes) -> Any:
+    """JSON, parsed by orjson (a request is parsed on its way to the provider: orjson takes
+    a third of the time); what orjson refuses and Python's parser takes (an integer past 64
+    bits, NaN, a lone surrogate) is parsed by Python's, as the provider would take it."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _forwarded(headers: Mapping[str, str], *, reply: bool = False) -> CIMultiDict[str]:

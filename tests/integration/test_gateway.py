@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -55,8 +55,13 @@ class Recorder:
         self.usages: list[tuple[str, ModelUsage]] = []
         self.baselines: list[tuple[str, int]] = []
         self.order: list[str] = []
+        self.announced_at: list[float] = []
         self.done_at: list[float] = []
         self.logged = anyio.Event()
+
+    def usage_coming(self, thread_id: str) -> None:
+        self.order.append("coming")
+        self.announced_at.append(time.monotonic())
 
     async def record_usage(self, thread_id: str, usage: ModelUsage) -> None:
         await anyio.sleep(self.delay)
@@ -102,11 +107,37 @@ def upstream_for(fake: FakeModelServer, **fields: Any) -> Upstream:
     return replace(Upstream(fake.url, REAL_KEY, f"{fake.url}/v1", REAL_KEY), **fields)
 
 
+@dataclass
+class Cleared:
+    """A ``GatewayAdmitter`` whose view has cleared the results in ``cleared`` (call id ->
+    receipt), and that never holds a request."""
+
+    cleared: dict[str, str]
+
+    def gate(self, thread_id: str) -> int | None:
+        return None
+
+    def receipts(self, thread_id: str) -> Mapping[str, str]:
+        return self.cleared
+
+    async def admit(self, thread_id: str, size: int, ids: Sequence[str]) -> Any:
+        msg = "a request under no gate is never held"
+        raise AssertionError(msg)
+
+    def baseline(self, thread_id: str) -> int | None:
+        return None
+
+    def session_started(self, thread_id: str) -> None:
+        return None
+
+
 @asynccontextmanager
-async def serving(upstream: Upstream, recorder: Recorder | None = None) -> AsyncIterator[Served]:
+async def serving(
+    upstream: Upstream, recorder: Recorder | None = None, admitter: Any = None
+) -> AsyncIterator[Served]:
     recorder = recorder or Recorder()
     async with aiohttp.ClientSession() as session:
-        gateway = Gateway(upstream, recorder, session)
+        gateway = Gateway(upstream, recorder, session, admitter=admitter)
         app = web.Application()
         gateway.add_routes(app)
         runner = web.AppRunner(app, shutdown_timeout=1.0)
@@ -381,6 +412,37 @@ async def test_a_whole_messages_request_is_forwarded_and_answered(
     assert body["usage"] == seen.usage
 
 
+async def test_a_request_with_receipts_goes_on_exactly_as_sent_but_for_them(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A cleared result is replaced by its receipt, and nothing else changes: an integer past
+    64 bits in a tool's input reaches the provider exactly (orjson, which measures the
+    request, would read it as a float)."""
+    big = 123456789012345678901234567890
+    messages = [
+        user("count"),
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"n": big}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": long_text()}],
+        },
+    ]
+    fake.queue(Text("counted"))
+    admitter = Cleared({"toolu_1": "[receipt seq 7]"})
+    async with serving(upstream_for(fake), admitter=admitter) as served:
+        answer = await post(http, served.anthropic(), claude_body(messages), served.key())
+    assert answer.status == 200
+    [seen] = fake.requests
+    sent = seen.body["messages"]
+    assert sent[1]["content"][0]["input"]["n"] == big
+    assert isinstance(sent[1]["content"][0]["input"]["n"], int)
+    assert sent[2]["content"][0]["content"] == "[receipt seq 7]"
+    assert sent[0] == messages[0]
+
+
 async def test_count_tokens_is_forwarded_and_logs_no_usage(
     served: Served, fake: FakeModelServer, http: aiohttp.ClientSession
 ) -> None:
@@ -507,11 +569,12 @@ async def test_each_responses_calls_usage_is_the_providers_count(
         assert usage.message_id == answer.reply_id()
 
 
-async def test_a_calls_usage_is_logged_before_its_reply_ends(
+async def test_a_calls_count_is_announced_before_its_reply_ends_and_logged_off_its_path(
     fake: FakeModelServer, http: aiohttp.ClientSession
 ) -> None:
-    """The usage is in the log before the client receives the event that carries the final
-    count (``message_delta``): the CLI cannot act on a reply whose count is not logged."""
+    """The recorder is told a count is coming before the client receives the event that
+    carries it (``message_delta``), and the count is logged after the reply has gone out: a
+    slow log does not hold the reply back."""
     fake.queue(Slow(Text("word " * 20), chunk_delay=0.05, chunks=4))
     recorder = Recorder(delay=0.4)
     async with serving(upstream_for(fake), recorder) as served:
@@ -522,10 +585,34 @@ async def test_a_calls_usage_is_logged_before_its_reply_ends(
             async for line in response.content:
                 if line.startswith(b"event: "):
                     seen_at.setdefault(line[7:].strip().decode(), time.monotonic())
+        with anyio.fail_after(5):
+            await recorder.logged.wait()
+    [announced] = recorder.announced_at
     [done] = recorder.done_at
-    assert seen_at["message_start"] < done
-    assert seen_at["message_delta"] >= done
-    assert seen_at["message_stop"] >= done
+    assert seen_at["message_start"] < announced <= seen_at["message_delta"]
+    assert seen_at["message_stop"] < done
+    assert recorder.order[:2] == ["coming", "usage"]
+
+
+async def test_a_whole_replys_count_is_announced_before_it_is_sent(
+    served: Served, fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A reply that is not streamed: the count is announced, the reply sent, then logged."""
+    fake.queue(Text("whole"))
+    recorder = served.recorder
+    recorder.delay = 0.4
+    started = time.monotonic()
+    answer = await post(
+        http, served.anthropic(), claude_body([user("hi")], stream=False), served.key()
+    )
+    answered = time.monotonic()
+    assert answer.status == 200
+    with anyio.fail_after(5):
+        await recorder.logged.wait()
+    assert answered - started < 0.4
+    assert recorder.order[:2] == ["coming", "usage"]
+    [(_, usage)] = recorder.usages
+    assert usage.message_id == answer.reply_id()
 
 
 async def test_a_later_request_is_measured_within_ten_percent_of_the_providers_count(
@@ -560,7 +647,7 @@ async def test_the_sessions_baseline_is_logged_once_after_its_first_reply(
 
     fixed = fake.requests[0].cache_write  # one message: all but it is the system and tools
     [(thread, baseline)] = served.recorder.baselines
-    assert served.recorder.order == ["usage", "baseline", "usage"]
+    assert served.recorder.order == ["coming", "usage", "baseline", "coming", "usage"]
     assert thread == THREAD
     assert 0 < baseline < fake.requests[0].input_tokens
     assert fixed > 1000
@@ -576,7 +663,7 @@ async def test_a_new_session_of_the_thread_logs_its_own_baseline(
     await post(http, served.anthropic(), body, served.key())
 
     assert [r.status for r in fake.requests] == [200, 200]
-    assert served.recorder.order == ["usage", "baseline", "usage", "baseline"]
+    assert served.recorder.order == ["coming", "usage", "baseline", "coming", "usage", "baseline"]
 
 
 # -- upstream faults ----------------------------------------------------------------------------

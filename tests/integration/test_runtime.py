@@ -15,7 +15,7 @@ from adapters import ENGINES
 from condensate import asks
 from condensate.engine import EngineFactory, ThreadSpec
 from condensate.errors import Refused
-from condensate.events import UserMessage, Window, now_utc
+from condensate.events import ModelUsage, UserMessage, Window, now_utc
 from condensate.planner import Ask, Cut
 from condensate.runtime import Runtime, Thread
 from condensate.testing.fake_model import FakeModelServer, Text
@@ -134,3 +134,31 @@ async def test_a_window_that_overtakes_an_open_ask_closes_it(tmp_path):
     assert isinstance(window, Window)
     assert window.ask == opened.ask_id
     assert thread.projection.ask is None
+
+
+async def test_a_checkpoint_waits_for_a_count_the_gateway_announced(tmp_path):
+    """The gateway logs a call's count just after the reply has gone out; a checkpoint that
+    runs in between waits for it, and then measures with it in the view."""
+    async with running(tmp_path) as runtime:
+        thread = await idle_thread(runtime, tmp_path)
+        runtime.usage_coming(thread.thread_id)
+        checked = anyio.Event()
+
+        measured: list[int] = []
+
+        async def check() -> None:
+            measured.append((await runtime.checkpoint(thread)).usage.used)
+            checked.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(check)
+            await anyio.sleep(0.3)
+            assert not checked.is_set()
+            usage = ModelUsage(at=now_utc(), input=1234, output=5, model="claude-sonnet-4-5")
+            await runtime.record_usage(thread.thread_id, usage)
+            with anyio.fail_after(2):
+                await checked.wait()
+    assert thread.counting == 0
+    assert measured == [runtime.usage(thread).used]
+    assert thread.projection.anchor is not None
+    assert thread.projection.anchor.count == 1234
