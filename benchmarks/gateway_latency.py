@@ -11,7 +11,8 @@ both see the same machine load:
   measured against the thread's line, forwarded, streamed back, and its usage logged (an
   SQLite append) before the reply's last event is passed on.
 
-A request is timed from sending it to reading the last byte of its stream. Added latency =
+A request is timed from sending it to reading the last byte of its stream; each is followed
+by a 5 ms pause, as a CLI runs tools between its requests. Added latency =
 the gateway's median (p99) less the direct median (p99); the median of the per-pair
 differences is reported too. Target: at most 2 ms added at the median.
 
@@ -45,6 +46,10 @@ from tests.integration.procs import environ_of
 
 MODEL = "anthropic:claude-sonnet-4-5"
 REQUESTS = 300
+GAP = 0.005
+"""A pause after each request: a CLI sends its next one after running the model's tools, so
+neither arm is timed while the other's tail work (the gateway logs a call's count after the
+reply has gone out) runs."""
 TIMEOUT = 90.0
 HOP = frozenset({"host", "content-length", "x-api-key", "authorization", "accept-encoding"})
 
@@ -136,7 +141,9 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
                 through: list[float] = []
                 for _ in range(requests):
                     direct.append(await timed(session, direct_url, body, direct_headers))
+                    await asyncio.sleep(GAP)
                     through.append(await timed(session, gateway_url, body, gateway_headers))
+                    await asyncio.sleep(GAP)
                 status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
         finally:
             await asyncio.to_thread(daemon.close)

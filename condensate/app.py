@@ -112,7 +112,12 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
     token = ensure_token(settings.home)
     event_log = EventLog.open(settings.db_path)
     providers = settings.providers()
-    async with aiohttp.ClientSession() as session:
+    # The gateway's own session: it keeps no cookies (a provider's belong to the CLI that
+    # got them, and pass back to it) and leaves bodies as they came.
+    async with (
+        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False) as relay,
+    ):
         clients: dict[str, ModelClient] = {}
 
         def client_for(model: str) -> ModelClient:
@@ -128,7 +133,7 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
 
         curator = Curator(settings.curator(), client_for, session)
         runtime = Runtime(settings, event_log, engines, curator, client_for, window_for)
-        gateway = Gateway(upstream(settings), runtime, session, admitter=runtime)
+        gateway = Gateway(upstream(settings), runtime, relay, admitter=runtime)
         runner: web.AppRunner | None = None
         # Bound before recovery so that engines (a head's MCP tools) know the API's address;
         # served after it, so that no call finds a thread not yet recovered.

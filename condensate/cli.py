@@ -68,7 +68,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         overrides["host"] = args.host
     if args.port is not None:
         overrides["port"] = args.port
-    anyio.run(serve, settings.model_copy(update=overrides))
+    # uvloop: its transports take a tenth of a millisecond or so off each gateway request.
+    anyio.run(serve, settings.model_copy(update=overrides), backend_options={"use_uvloop": True})
     return 0
 
 

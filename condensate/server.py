@@ -462,8 +462,10 @@ def make_app(
     )
     app[RUNTIME] = runtime
     app[GUARD] = guard
+    if gateway is not None:
+        # First: the router tries resources in order, and the gateway is on every model
+        # request's path.
+        gateway.add_routes(app)
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
-    if gateway is not None:
-        gateway.add_routes(app)
     return app

@@ -27,6 +27,7 @@ from multidict import CIMultiDict
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import GatewayAccess
 from condensate.events import ModelUsage, now_utc
+from condensate.gateway.bound import leading_model
 from condensate.gateway.passes import Pass, Passes, PassRefused
 from condensate.gateway.wire import (
     APIS,
@@ -87,6 +88,10 @@ class Upstream:
     anthropic_auth_token: str = ""
     """A Claude subscription's OAuth token: sent as a bearer token in place of the key."""
     read_timeout_s: float = 120.0
+
+    @property
+    def timeout(self) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=self.read_timeout_s)
 
     def base(self, api: Api) -> str:
         return (self.anthropic_base_url if api == "anthropic" else self.openai_base_url).rstrip("/")
@@ -160,11 +165,21 @@ class _Call:
     measured: int | None = None
     sent: Sent | None = None
     meter: SessionMeter | None = None
+    later: bytes | None = None
+    """The request's body, when it went on before it was measured (its bound was under the
+    gate): it is measured once its reply has gone out."""
+    own: bytes | None = None
+    """The request as the CLI sent it, when that is what went on (no receipt in it)."""
     usage: ReplyUsage = field(default_factory=ReplyUsage)
     announced: bool = False
     first: bool = False
     """The session's first counted reply on this model: its baseline is logged too."""
     logged: bool = False
+
+    @property
+    def metered(self) -> bool:
+        """A model call: its reply's count is read and logged."""
+        return self.shape is not None or self.later is not None
 
 
 @dataclass
@@ -234,8 +249,9 @@ class Gateway:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
         call = _Call(grant, api, None, session=session_of(request.headers))
         if request.method == "POST" and tail in MEASURED_PATHS[api]:
-            document = _json_object(body)
-            if document is not None:
+            if self._surely_under(call, body):
+                call.later = call.own = body
+            elif (document := _json_object(body)) is not None:
                 admitted = await self._admit(call, document, body)
                 if isinstance(admitted, web.Response):
                     return admitted
@@ -252,9 +268,7 @@ class Gateway:
                 url,
                 data=body,
                 headers=headers,
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=30, sock_read=self.upstream.read_timeout_s
-                ),
+                timeout=self.upstream.timeout,
                 auto_decompress=False,
             ) as upstream:
                 return await self._relay(request, upstream, call)
@@ -262,6 +276,28 @@ class Gateway:
             detail = f"Condensate's gateway could not reach {url}: {type(exc).__name__} {exc}"
             log.warning("gateway_upstream_failed", url=url, error=str(exc))
             return _error(api, 502, "upstream-unreachable", detail)
+
+    def _surely_under(self, call: _Call, body: bytes) -> bool:
+        """Whether the request can go on before it is parsed: nothing in it is to be
+        replaced, and its bytes bound it under the gate (``bound``), or no gate applies."""
+        thread = call.grant.thread_id
+        admitter = self.admitter
+        if admitter is None:
+            return True
+        if admitter.receipts(thread):
+            return False
+        gate = admitter.gate(thread)
+        if gate is None:
+            return True
+        model = leading_model(body)
+        meter = self.meters.get(self._key(call, model)) if model is not None else None
+        size = meter.bound(body) if meter is not None else None
+        return size is not None and size <= gate
+
+    def _key(self, call: _Call, model: str) -> str:
+        # One meter per model: Claude Code's side calls (a title, a quota check on a small
+        # model) neither anchor nor measure the session's own requests.
+        return f"{call.grant.thread_id}.{call.grant.session}.{model}"
 
     async def _admit(
         self, call: _Call, document: Mapping[str, Any], body: bytes
@@ -284,6 +320,7 @@ class Gateway:
                 projected, replaced = with_receipts(call.api, document, shown)
                 self._measure(call, projected)
         if not replaced:
+            call.own = body
             return body  # byte for byte as the CLI sent it
         # What goes on is written from Python's own parse: orjson reads an integer past 64
         # bits as a float, and the provider must get the CLI's request exactly, but for the
@@ -293,9 +330,7 @@ class Gateway:
 
     def _measure(self, call: _Call, document: Mapping[str, Any]) -> int:
         shape = RequestShape.of(call.api, document)
-        # One meter per model: Claude Code's side calls (a title, a quota check on a small
-        # model) neither anchor nor measure the session's own requests.
-        key = f"{call.grant.thread_id}.{call.grant.session}.{shape.model}"
+        key = self._key(call, shape.model)
         meter = self.meters.get(key)
         if meter is None:
             meter = self.meters[key] = SessionMeter(counter_for(shape.model))
@@ -335,7 +370,7 @@ class Gateway:
             if streamed:
                 return await self._stream(request, upstream, call, headers)
             data = await upstream.read()
-            if call.shape is not None and upstream.status == 200:
+            if call.metered and upstream.status == 200:
                 with contextlib.suppress(ValueError):
                     call.usage.read_body(call.api, _loads(data))
                 if call.usage.seen:
@@ -348,7 +383,7 @@ class Gateway:
         finally:
             # After the reply has gone out (off its path), and for a reply cut short too: it
             # was counted and billed.
-            if call.shape is not None and call.usage.seen and not call.logged:
+            if call.metered and call.usage.seen and not call.logged:
                 await self._log(call)
 
     async def _stream(
@@ -363,7 +398,7 @@ class Gateway:
         splitter = SseSplitter(wanted=USAGE_EVENTS)
         try:
             async for chunk in upstream.content.iter_any():
-                if call.shape is not None and not call.announced:
+                if call.metered and not call.announced:
                     for data in splitter.feed(chunk):
                         call.usage.read_event(call.api, data)
                     if call.usage.complete:
@@ -386,25 +421,35 @@ class Gateway:
         """The count is complete: the session's meter learns it now (the CLI's next request
         may follow at once), and the recorder is told it is coming."""
         call.announced = True
+        if call.later is None:
+            self._answer(call)
+        self.recorder.usage_coming(call.grant.thread_id)
+
+    def _answer(self, call: _Call) -> None:
+        """The session's meter learns the provider's count for the request."""
         if call.meter is not None and call.sent is not None:
             call.first = call.meter.anchor is None
-            call.meter.answered(call.sent, call.usage.prompt)
-        self.recorder.usage_coming(call.grant.thread_id)
+            call.meter.answered(call.sent, call.usage.prompt, call.own)
 
     async def _log(self, call: _Call) -> None:
         call.logged = True
-        if call.shape is None or not call.usage.seen:
+        if not call.metered or not call.usage.seen:
             return
         if not call.announced:
             self._announce(call)
+        if call.later is not None:
+            if (document := _json_object(call.later)) is not None:
+                self._measure(call, document)
+            self._answer(call)
         reply = call.usage
+        asked = call.shape.model if call.shape is not None else ""
         usage = ModelUsage(
             at=now_utc(),
             input=reply.input,
             cache_read=reply.cache_read,
             cache_write=reply.cache_write,
             output=reply.output,
-            model=reply.model or call.shape.model,
+            model=reply.model or asked,
             message_id=reply.message_id,
             measured=call.measured,
             session=call.session or self.passes.engine_sessions.get(call.grant.thread_id),
@@ -412,7 +457,7 @@ class Gateway:
         await self.recorder.record_usage(call.grant.thread_id, usage)
         if call.first and call.sent is not None and call.meter is not None:
             baseline = call.meter.baseline(reply.prompt, call.sent)
-            await self.recorder.record_baseline(call.grant.thread_id, baseline, call.shape.model)
+            await self.recorder.record_baseline(call.grant.thread_id, baseline, asked)
 
 
 def _json_object(body: bytes) -> Mapping[str, Any] | None:

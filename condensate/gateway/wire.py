@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from condensate.gateway.bound import bound as bytes_bound
 from condensate.tokens import MESSAGE_OVERHEAD, Counter
 
 Api = Literal["anthropic", "openai"]
@@ -155,6 +156,8 @@ class SessionMeter:
     """The last request measured (its counts are reused for the next)."""
     anchor: int | None = None
     """The provider's count for ``last``, once its reply came back."""
+    prior: bytes | None = None
+    """``last`` as it was sent, when those were the CLI's own bytes."""
     fixed_tokens: int = 0
     requests: int = 0
 
@@ -168,22 +171,34 @@ class SessionMeter:
         session's first reply, where the local count of schemas and prompts can be far off
         the provider's."""
         messages = shape.messages
-        known = _common_prefix(messages, self.seen.messages)
-        counts = self.seen.counts[:known] + tuple(self._count(m) for m in messages[known:])
+        seen = self.seen
+        known = _common_prefix(messages, seen.messages)
+        counts = seen.counts[:known] + tuple(self._count(m) for m in messages[known:])
         sent = Sent(messages, counts)
         self.seen = sent
         if self.requests == 0:
             self.fixed_tokens = self.counter.count(shape.fixed)
         self.requests += 1
         anchored = len(self.last.messages)
-        if self.anchor is not None and _common_prefix(messages, self.last.messages) == anchored:
-            return self.anchor + sum(counts[anchored:]), sent
+        if self.anchor is not None:
+            # The answered request is most often the one seen last: compared once.
+            shared = known if self.last is seen else _common_prefix(messages, self.last.messages)
+            if shared == anchored:
+                return self.anchor + sum(counts[anchored:]), sent
         fixed = self.fixed_tokens if baseline is None else baseline
         return fixed + sum(counts), sent
 
-    def answered(self, sent: Sent, prompt: int) -> None:
-        """The provider counted ``prompt`` tokens for the request ``sent``."""
-        self.last, self.anchor = sent, prompt
+    def answered(self, sent: Sent, prompt: int, body: bytes | None = None) -> None:
+        """The provider counted ``prompt`` tokens for the request ``sent``, whose bytes were
+        ``body`` (None: not the CLI's own, a receipt replaced something)."""
+        self.last, self.anchor, self.prior = sent, prompt, body
+
+    def bound(self, body: bytes) -> int | None:
+        """At most how many tokens the provider counts for ``body``, from its bytes and the
+        last counted request's (``bound``); None when they cannot say."""
+        if self.anchor is None or self.prior is None:
+            return None
+        return bytes_bound(self.prior, self.anchor, body)
 
     def conversation_tokens(self, sent: Sent) -> int:
         return sum(sent.counts)

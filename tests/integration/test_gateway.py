@@ -58,6 +58,7 @@ class Recorder:
         self.announced_at: list[float] = []
         self.done_at: list[float] = []
         self.logged = anyio.Event()
+        self.recorded = anyio.Event()
 
     def usage_coming(self, thread_id: str) -> None:
         self.order.append("coming")
@@ -69,6 +70,14 @@ class Recorder:
         self.order.append("usage")
         self.done_at.append(time.monotonic())
         self.logged.set()
+        self.recorded.set()
+        self.recorded = anyio.Event()
+
+    async def logged_at_least(self, calls: int) -> list[tuple[str, ModelUsage]]:
+        with anyio.fail_after(5):
+            while len(self.usages) < calls:
+                await self.recorded.wait()
+        return self.usages
 
     async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
         self.baselines.append((thread_id, tokens))
@@ -129,6 +138,43 @@ class Cleared:
 
     def session_started(self, thread_id: str) -> None:
         return None
+
+
+@dataclass
+class Gated:
+    """A ``GatewayAdmitter`` with a fixed gate that forwards every request it is asked about,
+    noting each size it was asked with."""
+
+    at: int
+    fake: FakeModelServer | None = None
+    asked: list[int] = field(default_factory=list)
+    measured_at: list[int] = field(default_factory=list)
+    """How many requests the fake had when each request was measured."""
+
+    def gate(self, thread_id: str) -> int | None:
+        return self.at
+
+    def receipts(self, thread_id: str) -> Mapping[str, str]:
+        return {}
+
+    async def admit(self, thread_id: str, size: int, ids: Sequence[str]) -> Any:
+        self.asked.append(size)
+        return Forward()
+
+    def baseline(self, thread_id: str) -> int | None:
+        # Asked by the gateway as it measures a request.
+        if self.fake is not None:
+            self.measured_at.append(len(self.fake.requests))
+        return None
+
+    def session_started(self, thread_id: str) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Forward:
+    forward: bool = True
+    text: str = ""
 
 
 @asynccontextmanager
@@ -618,9 +664,8 @@ async def test_a_whole_replys_count_is_announced_before_it_is_sent(
 async def test_a_later_request_is_measured_within_ten_percent_of_the_providers_count(
     served: Served, fake: FakeModelServer, http: aiohttp.ClientSession
 ) -> None:
-    """A request that extends the session's last one is measured, before it is forwarded,
-    as the provider's count for the last one plus the appended messages: within 10 % of
-    the provider's count for it."""
+    """A request that extends the session's last one is measured as the provider's count for
+    the last one plus the appended messages: within 10 % of the provider's count for it."""
     grant = served.key()
     first = [user("Summarise the module.")]
     reply = (await post(http, served.anthropic(), claude_body(first, stream=False), grant)).json()
@@ -632,6 +677,60 @@ async def test_a_later_request_is_measured_within_ten_percent_of_the_providers_c
     assert counted.input_tokens - fake.requests[0].input_tokens > 2000
     assert second.measured is not None
     assert abs(second.measured - counted.input_tokens) <= 0.1 * counted.input_tokens
+
+
+async def grown_session(
+    http: aiohttp.ClientSession, served: Served, results: int
+) -> list[tuple[str, ModelUsage]]:
+    """A session's first request, then one with ``results`` long tool results more."""
+    grant = served.key()
+    first = [user("Summarise the module.")]
+    await post(http, served.anthropic(), claude_body(first), grant)
+    grown = list(first)
+    for _ in range(results):
+        grown += [{"role": "assistant", "content": [{"type": "text", "text": "Reading."}]}]
+        grown += [user(long_text())]
+    await post(http, served.anthropic(), claude_body(grown), grant)
+    return await served.recorder.logged_at_least(2)
+
+
+async def test_a_request_its_bytes_keep_under_the_gate_goes_on_before_it_is_measured(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """The session's second request adds a few thousand tokens to one the provider counted,
+    far under the gate: it is not held for a decision, and is still measured (once its
+    reply has gone out) and logged with its measurement."""
+    fake.queue(Text("first"), Text("second"))
+    gated = Gated(at=150_000, fake=fake)
+    async with serving(upstream_for(fake), admitter=gated) as served:
+        usages = await grown_session(http, served, results=1)
+    assert gated.asked == []
+    # The first (no count to stand on yet) before the provider had it, the second after.
+    assert gated.measured_at == [0, 2]
+    _, second = usages[1]
+    assert second.measured is not None
+    assert abs(second.measured - fake.requests[1].input_tokens) <= 0.1 * second.measured
+
+
+async def test_a_request_its_bytes_may_take_past_the_gate_is_measured_before_it_goes_on(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A request whose bytes could hold more than the gate is measured before it goes on,
+    and asked about with that size when it passes the gate."""
+    fake.queue(Text("first"), Text("second"))
+    async with serving(upstream_for(fake), admitter=Gated(at=0)) as probe:
+        await grown_session(http, probe, results=0)
+    first_count = fake.requests[0].input_tokens
+    fake.queue(Text("first"), Text("second"))
+    gated = Gated(at=first_count + 1_000, fake=fake)
+    before = len(fake.requests)
+    async with serving(upstream_for(fake), admitter=gated) as served:
+        usages = await grown_session(http, served, results=3)
+    assert gated.measured_at == [before, before + 1]  # each before the provider had it
+    _, second = usages[1]
+    assert second.measured is not None
+    assert second.measured > gated.at
+    assert gated.asked == [second.measured]
 
 
 async def test_the_sessions_baseline_is_logged_once_after_its_first_reply(
