@@ -16,17 +16,15 @@ own size (the log's view may lag what the CLI sends by a tool result or two):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
 import structlog
 
-from condensate import asks
-from condensate import planner as planning
+from condensate import window_step
 from condensate.events import SystemLine
 from condensate.meter import ContextUsage
-from condensate.planner import Ask, Cut, HoldBack, Proceed, Stop
 
 if TYPE_CHECKING:
     from condensate.runtime import Runtime, Thread
@@ -73,12 +71,6 @@ def gate(runtime: Runtime, thread: Thread) -> int | None:
     return 0 if thread.restart_pending else runtime.usage(thread).line
 
 
-def _on_request(usage: ContextUsage, size: int) -> ContextUsage:
-    """The view's usage with the request's own size."""
-    line = usage.line
-    return replace(usage, used=size, measured=size, fraction=size / line if line else 1.0)
-
-
 async def _caught_up(thread: Thread, ids: Sequence[str]) -> None:
     """Wait (a little) until the log holds the request's newest tool result."""
     if not ids:
@@ -115,48 +107,25 @@ async def _decide(runtime: Runtime, thread: Thread, size: int, ids: Sequence[str
     async with thread.lock:
         if _restarting(thread):  # a window another request held for was taken meanwhile
             return Admission(False, RESTARTING)
-        over: str | None = None
-        for _ in range(MAX_CUTS):
-            usage = _on_request(runtime.usage(thread), size)
-            if size <= usage.line:
-                over = None
-                break
-            decision = planning.plan(
-                thread.projection, usage, runtime.planner_settings, runtime.clock()
-            )
-            match decision:
-                case Proceed():
-                    over = "nothing in the view can be cut yet"
-                    break
-                case HoldBack(line=line):
-                    if line is not None:
-                        await _line(runtime, thread, line[0], line[1])
-                    over = line[1] if line is not None else "a window is held back"
-                    break
-                case Ask():
-                    if thread.projection.ask is None:
-                        await asks.open_ask(runtime, thread, decision)
-                    return Admission(False, _ask_text(usage))
-                case Stop(reason=reason):
-                    await _line(runtime, thread, "turn-stopped", f"The turn stopped: {reason}.")
-                    return Admission(False, f"The turn stops here: {reason}.")
-                case Cut():
-                    taken = await _cut(runtime, thread, decision)
-                    if isinstance(taken, str):
-                        over = f"the summary did not arrive ({taken})"
-                        break
-                    if taken:
-                        return Admission(False, RESTARTING)
-                    size = max(size - decision.freed, 0)
+        done = await window_step.step(runtime.host(thread), runtime.planner_settings, size)
+        if done.asked is not None:
+            return Admission(False, _ask_text(done.usage))
+        if done.stop is not None:
+            return Admission(False, f"The turn stops here: {done.stop}.")
+        restarts = done.restarts
+        if restarts is not None:
+            await thread.engine.apply_window(restarts, thread.projection)
+            return Admission(False, RESTARTING)
+        usage = done.usage
+        over = None if usage.used <= usage.line else _why_over(done)
         if over is not None and over != thread.over_line:
             # Said once for each new reason, not on every request while it holds.
-            usage = _on_request(runtime.usage(thread), size)
-            code = "over-ceiling" if size > usage.ceiling else "over-line"
+            code = "over-ceiling" if usage.used > usage.ceiling else "over-line"
             await _line(
                 runtime,
                 thread,
                 code,
-                f"A request of {size:,} tokens went on past the thread's "
+                f"A request of {usage.used:,} tokens went on past the thread's "
                 f"{'ceiling' if code == 'over-ceiling' else 'line'} (line {usage.line:,}, "
                 f"ceiling {usage.ceiling:,}): {over}.",
             )
@@ -164,16 +133,12 @@ async def _decide(runtime: Runtime, thread: Thread, size: int, ids: Sequence[str
         return Admission(True)
 
 
-async def _cut(runtime: Runtime, thread: Thread, cut: Cut) -> bool | str:
-    """Take ``cut``: whether it restarts the session (a summary or a drop), or why it could
-    not be taken."""
-    window = await runtime.carry_out(thread, cut)
-    if isinstance(window, str):
-        return window
-    if window.window_kind not in ("summary", "drop"):
-        return False
-    await thread.engine.apply_window(window, thread.projection)
-    return True
+def _why_over(done: window_step.Step) -> str:
+    if done.missed is not None:
+        return f"the summary did not arrive ({done.missed})"
+    if done.held is not None:
+        return done.held.line[1] if done.held.line is not None else "a window is held back"
+    return "nothing in the view can be cut yet"
 
 
 def _ask_text(usage: ContextUsage) -> str:

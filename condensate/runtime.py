@@ -21,8 +21,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from condensate import admission, approvals, asks, prices
-from condensate import planner as planning
+from condensate import admission, approvals, asks, prices, window_step
 from condensate.admission import Admission
 from condensate.curator import Curator, Miss, carry_out
 from condensate.engine import (
@@ -54,7 +53,7 @@ from condensate.events import (
     now_utc,
 )
 from condensate.meter import ContextUsage, ModelWindow, measure
-from condensate.planner import Ask, Cut, HoldBack, PlannerSettings, Proceed, Stop
+from condensate.planner import Ask, Cut, PlannerSettings
 from condensate.projector import Projection
 from condensate.providers import ModelClient
 from condensate.queries import last_text, open_calls, unanswered_input
@@ -71,7 +70,6 @@ INLINE_CHARS = 8_000
 is free: about 0.1 ms of SQLite (a few ms at worst to count text never seen) against 0.15 to
 0.4 ms for the round trip to a worker thread, twice per native model call."""
 STOPPED_BY_DAEMON = "the daemon stopped during this turn"
-MAX_CUTS_PER_CHECK = 3
 COUNT_WAIT_SECONDS = 2.0
 """How long a decision waits for a count the gateway announced (it is logged within a
 millisecond or so of the reply's end; a stuck log must not stall the thread)."""
@@ -118,6 +116,34 @@ class Thread:
     def notify(self) -> None:
         self.changed.set()
         self.changed = anyio.Event()
+
+
+@dataclass(frozen=True)
+class ThreadHost:
+    """One of the runtime's threads, as the window step sees it."""
+
+    runtime: Runtime
+    thread: Thread
+
+    @property
+    def view(self) -> Projection:
+        return self.thread.projection
+
+    def usage(self) -> ContextUsage:
+        return self.runtime.usage(self.thread)
+
+    def now(self) -> datetime:
+        return self.runtime.clock()
+
+    async def carry_out(self, cut: Cut) -> Window | str:
+        return await self.runtime.carry_out(self.thread, cut)
+
+    async def say(self, code: str, text: str) -> None:
+        await self.runtime.append(self.thread, SystemLine(at=self.now(), code=code, text=text))
+
+    async def ask(self, decision: Ask) -> None:
+        if self.thread.projection.ask is None:
+            await asks.open_ask(self.runtime, self.thread, decision)
 
 
 @dataclass
@@ -461,41 +487,15 @@ class Runtime:
     # -- the window check ---------------------------------------------------------------------
 
     async def checkpoint(self, thread: Thread) -> Checkpoint:
-        """Measure, plan, and carry the decision out. Called before model calls (native) or
-        at the engine's own checkpoint."""
-        taken: Window | None = None
+        """Measure, plan, and carry the decision out (``window_step``). Called before model
+        calls (native) or at the engine's own checkpoint."""
         await self.counted(thread)
-        for _ in range(MAX_CUTS_PER_CHECK):
-            usage = self.usage(thread)
-            decision = planning.plan(thread.projection, usage, self.planner_settings, self.clock())
-            match decision:
-                case Proceed():
-                    return Checkpoint(usage, taken)
-                case HoldBack(line=line):
-                    if line is not None:
-                        await self.append(
-                            thread, SystemLine(at=self.clock(), code=line[0], text=line[1])
-                        )
-                    return Checkpoint(usage, taken)
-                case Ask():
-                    await asks.open_ask(self, thread, decision)
-                    return Checkpoint(usage, taken)
-                case Stop(reason=reason):
-                    await self.append(
-                        thread,
-                        SystemLine(
-                            at=self.clock(),
-                            code="turn-stopped",
-                            text=f"The turn stopped: {reason}.",
-                        ),
-                    )
-                    return Checkpoint(usage, taken, stop=reason)
-                case Cut():
-                    window = await self.carry_out(thread, decision)
-                    if isinstance(window, str):
-                        return Checkpoint(usage, taken, missed=window)
-                    taken = window
-        return Checkpoint(self.usage(thread), taken)
+        done = await window_step.step(self.host(thread), self.planner_settings)
+        return Checkpoint(done.usage, done.window, stop=done.stop, missed=done.missed)
+
+    def host(self, thread: Thread) -> ThreadHost:
+        """The window step's host for ``thread``."""
+        return ThreadHost(self, thread)
 
     async def carry_out(self, thread: Thread, cut: Cut) -> Window | str:
         """The window taken, or why none could be (the summary did not arrive)."""
@@ -508,17 +508,7 @@ class Runtime:
             # A window that overtakes an open ask closes it: the next crossing asks anew.
             window = window.model_copy(update={"ask": ask.ask_id})
         if window is None:
-            reason = result.reason if isinstance(result, Miss) else "no summary"
-            await self.append(
-                thread,
-                SystemLine(
-                    at=self.clock(),
-                    code="summary-missed",
-                    text=f"No summary arrived before the deadline ({reason}); the cut waits "
-                    "and the turn goes on uncut.",
-                ),
-            )
-            return reason
+            return result.reason if isinstance(result, Miss) else "no summary"
         (stored,) = await self.append(thread, window)
         assert isinstance(stored.event, Window)
         if window.window_kind in ("summary", "drop") and thread.spec.engine != "api":

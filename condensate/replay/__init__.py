@@ -22,7 +22,6 @@ from condensate.replay.loading import (
     load,
 )
 from condensate.replay.policies import (
-    MAX_CUTS_PER_CALL,
     CondensatePolicy,
     Policy,
     SingleSummaryPolicy,
@@ -64,7 +63,6 @@ __all__ = [
     "FILES_READ",
     "FORGET_REQUESTS_EVERY",
     "MAX_ATTEMPTS",
-    "MAX_CUTS_PER_CALL",
     "POLICIES",
     "SINGLE_SUMMARY_SHARE",
     "SUMMARY_REQUEST",

@@ -28,9 +28,13 @@ from condensate.events import (
     UserMessage,
     decode,
 )
-from condensate.replay.recording import _EPOCH, DEFAULT_BASELINE, Recording, from_events
+from condensate.replay.recording import (
+    _EPOCH,
+    Recording,
+    first_prompt_baseline,
+    from_events,
+)
 from condensate.store import EventLog
-from condensate.tokens import count_event, counter_for
 
 ARGUMENT_CHARS = 120
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -191,19 +195,6 @@ class _Reply:
         )
 
 
-def _first_prompt_baseline(events: Sequence[Event], prompt: int | None, model: str) -> int:
-    """The recorded first prompt less what the conversation before it counts: the baseline."""
-    if prompt is None:
-        return DEFAULT_BASELINE
-    counter = counter_for("")
-    before = 0
-    for event in events:
-        if isinstance(event, AssistantMessage):
-            break
-        before += count_event(event, counter)
-    return max(prompt - before, 1_000)
-
-
 def from_claude(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # noqa: PLR0915
     """A Claude Code transcript (cli-protocols §2.7): one line per content block of an
     assistant message (merged by ``message.id``), user lines with text or tool results.
@@ -297,7 +288,7 @@ def from_claude(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # 
     flush()
     model = f"anthropic:{model}" if model and ":" not in model else model
     model = model or "anthropic:claude-sonnet-4-5"
-    baseline = _first_prompt_baseline(events, first_prompt, model)
+    baseline = first_prompt_baseline(events, first_prompt)
     return Recording("claude", name, "claude", model, baseline, tuple(events))
 
 
@@ -387,5 +378,5 @@ def from_codex(name: str, lines: Sequence[Mapping[str, Any]]) -> Recording:  # n
     flush()
     model = model or "gpt-5.5"
     model = model if ":" in model else f"openai:{model}"
-    baseline = _first_prompt_baseline(events, first_prompt, model)
+    baseline = first_prompt_baseline(events, first_prompt)
     return Recording("codex", name, "codex", model, baseline, tuple(events))

@@ -18,20 +18,20 @@ windows a ``Run`` takes; ``make_policy`` builds one by name.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from condensate import planner as planning
-from condensate import tiers
+from condensate import tiers, window_step
 from condensate.errors import CondensateError, ContextWindowExceeded
 from condensate.events import SystemLine, Window, WindowTrigger
-from condensate.meter import ModelWindow, measure, next_prompt
-from condensate.planner import Cut, HoldBack, Proceed, Stop
+from condensate.meter import ContextUsage, ModelWindow, measure, next_prompt
+from condensate.planner import Ask, Cut
+from condensate.projector import Projection
 from condensate.replay.config import POLICIES, SINGLE_SUMMARY_SHARE, ReplayConfig
 
 if TYPE_CHECKING:
     from condensate.replay.runner import Run
-
-MAX_CUTS_PER_CALL = 3
 
 
 class Policy(Protocol):
@@ -52,8 +52,44 @@ def _trigger(used: int, window: int, reason: str, freed: int = 0) -> WindowTrigg
     )
 
 
+@dataclass(frozen=True)
+class RunHost:
+    """A replay's run, as the window step sees it: the daemon's own step over the replayed
+    view."""
+
+    run: Run
+
+    @property
+    def view(self) -> Projection:
+        return self.run.view
+
+    def usage(self) -> ContextUsage:
+        run = self.run
+        return measure(run.view, ModelWindow(run.window, True), run.config.ceilings)
+
+    def now(self) -> datetime:
+        return self.run.now
+
+    async def carry_out(self, cut: Cut) -> Window | str:
+        run = self.run
+        if cut.needs_curator:
+            taken = await run.curator_summary(cut)
+        else:
+            taken = cut.window(run.view.last_seq, run.now)
+        if isinstance(taken, Window):
+            run.take_window(taken)
+        return taken
+
+    async def say(self, code: str, text: str) -> None:
+        self.run.append(SystemLine(at=self.run.now, code=code, text=text))
+
+    async def ask(self, decision: Ask) -> None:
+        self.run.holds["ask-pending"] += 1  # a replayed thread is no head: never asked
+
+
 class CondensatePolicy:
-    """The real core, as the runtime's checkpoint runs it before each native model call."""
+    """The real core: the daemon's window step, as the runtime's checkpoint runs it before
+    each native model call."""
 
     name = "condensate"
 
@@ -61,43 +97,10 @@ class CondensatePolicy:
         return measure(run.view, ModelWindow(run.window, True), run.config.ceilings).limit
 
     async def before_call(self, run: Run) -> str | None:
-        window = ModelWindow(run.window, resolved=True)
-        for _ in range(MAX_CUTS_PER_CALL):
-            usage = measure(run.view, window, run.config.ceilings)
-            decision = planning.plan(run.view, usage, run.config.planner, run.now)
-            match decision:
-                case Proceed():
-                    return None
-                case HoldBack(why=why, line=line):
-                    run.holds[why] += 1
-                    if line is not None:
-                        run.append(SystemLine(at=run.now, code=line[0], text=line[1]))
-                    return None
-                case Stop(reason=reason):
-                    run.append(
-                        SystemLine(
-                            at=run.now, code="turn-stopped", text=f"The turn stopped: {reason}."
-                        )
-                    )
-                    return reason
-                case Cut():
-                    if decision.needs_curator:
-                        taken = await run.curator_summary(decision)
-                    else:
-                        taken = decision.window(run.view.last_seq, run.now)
-                    if taken is None:
-                        run.append(
-                            SystemLine(
-                                at=run.now,
-                                code="summary-missed",
-                                text="No summary arrived; the cut waits.",
-                            )
-                        )
-                        return None
-                    run.take_window(taken)
-                case _:
-                    return None
-        return None
+        done = await window_step.step(RunHost(run), run.config.planner)
+        if done.held is not None:
+            run.holds[done.held.why] += 1
+        return done.stop
 
     async def on_refused(self, run: Run, exc: ContextWindowExceeded) -> None:
         """The refusal is logged; the next check forces a window."""

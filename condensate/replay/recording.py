@@ -7,7 +7,7 @@ messages, assistant replies with their tool calls, tool results, turns, children
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,12 +20,14 @@ from condensate.events import (
     ChildSpawned,
     Engine,
     Event,
+    ModelUsage,
     ThreadCreated,
     ToolResult,
     TurnEnded,
     TurnStarted,
     UserMessage,
 )
+from condensate.tokens import count_event, counter_for
 
 DEFAULT_BASELINE = 12_000
 
@@ -64,25 +66,39 @@ _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def from_events(name: str, source: str, events: Iterable[Event]) -> Recording:
-    """A recording from Condensate events; the first must be ``thread.created``."""
+    """A recording from Condensate events; the first must be ``thread.created``. Its
+    baseline is the first call's count less the conversation before it (what the daemon's
+    requests held besides the conversation), else the thread's own."""
     created: ThreadCreated | None = None
     kept: list[Event] = []
+    first: int | None = None
     for event in events:
         if isinstance(event, ThreadCreated):
             created = created or event
         elif isinstance(event, _KEEP):
             kept.append(event)
+        elif isinstance(event, ModelUsage) and first is None and not event.side:
+            first = event.prompt
     if created is None:
         msg = f"{name} has no thread.created event."
         raise CondensateError(msg)
-    return Recording(
-        source,
-        name,
-        created.engine,
-        created.model,
-        created.baseline_tokens or DEFAULT_BASELINE,
-        tuple(kept),
-    )
+    baseline = created.baseline_tokens or DEFAULT_BASELINE
+    if first is not None:
+        baseline = first_prompt_baseline(kept, first)
+    return Recording(source, name, created.engine, created.model, baseline, tuple(kept))
+
+
+def first_prompt_baseline(events: Sequence[Event], prompt: int | None) -> int:
+    """The recorded first prompt less what the conversation before it counts: the baseline."""
+    if prompt is None:
+        return DEFAULT_BASELINE
+    counter = counter_for("")
+    before = 0
+    for event in events:
+        if isinstance(event, AssistantMessage):
+            break
+        before += count_event(event, counter)
+    return max(prompt - before, 1_000)
 
 
 def write_events(path: Path, recording: Recording) -> None:

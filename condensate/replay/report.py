@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from condensate.events import ToolResult, UserMessage
+from condensate.events import AssistantMessage, Event, ToolResult, UserMessage, Window
 from condensate.replay.billing import WEIGHTS, Bill, Prices
 from condensate.replay.config import ReplayConfig
 from condensate.replay.recording import Recording
@@ -36,6 +37,8 @@ class PolicyResult:
     holds: dict[str, int]
     retention: Retention
     cumulative: tuple[float, ...]
+    taken: tuple[tuple[str, int], ...] = ()
+    """Each window in order: its kind, and how many model calls were made before it."""
 
     def to_json(self, prices: Prices) -> dict[str, Any]:
         return {
@@ -84,7 +87,21 @@ def _result(run: Run) -> PolicyResult:
         holds=dict(run.holds),
         retention=check(run.history, run.view, run.summarized, run.calls),
         cumulative=tuple(run.cumulative),
+        taken=windows_by_call(e.event for e in run.history),
     )
+
+
+def windows_by_call(events: Iterable[Event]) -> tuple[tuple[str, int], ...]:
+    """Each window's kind and the model calls before it (how a replay and the daemon's log
+    are compared)."""
+    calls = 0
+    out: list[tuple[str, int]] = []
+    for event in events:
+        if isinstance(event, AssistantMessage):
+            calls += 1
+        elif isinstance(event, Window):
+            out.append((event.window_kind, calls))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -62,14 +62,23 @@ Progress = Callable[[str, int, int], None]
 
 
 def _filler(tokens: int, counter: TokenCounter) -> str:
-    """A system prompt of about ``tokens`` tokens, standing in for the recorded baseline."""
+    """A system prompt of ``tokens`` tokens (to the token, as far as whole words allow),
+    standing in for the recorded baseline: the replay's prompts are then the daemon's size,
+    and its windows fall before the same calls."""
     unit = (
         "Rule {i}: keep each change small, read before you edit, run the tests after each "
         "edit, and report what failed and why."
     )
     per = max(counter.count(unit.format(i=1000)) + 1, 1)
-    lines = [unit.format(i=i) for i in range(max(tokens // per, 1))]
-    return "\n".join(lines)
+    text = "\n".join(unit.format(i=i) for i in range(max(tokens // per - 1, 1)))
+    size = counter.count(text)
+    while size < tokens:
+        padded = text + " ok"
+        grown = counter.count(padded)
+        if grown > tokens or grown == size:
+            break
+        text, size = padded, grown
+    return text
 
 
 @dataclass
@@ -202,8 +211,9 @@ class Run:
         self.append(reply)
         self.cumulative.append(self.main.weighted + self.summaries.weighted)
 
-    async def curator_summary(self, cut: Cut) -> Window | None:
-        """Carry a summary cut out through ``Curator`` (the stand-in or a real model)."""
+    async def curator_summary(self, cut: Cut) -> Window | str:
+        """Carry a summary cut out through ``Curator`` (the stand-in or a real model): the
+        window, or why there is none."""
         if self.curator_is_fake:
             self.fake.queue(
                 _text_reply(stand_in_summary(self.view, cut.keep_from)), model=FAKE_CURATOR_MODEL
@@ -213,7 +223,10 @@ class Run:
             self.summaries.add(result.usage)
         else:
             self.misses += 1
-        return carry_out(cut, result, self.view.last_seq, self.now)
+        window = carry_out(cut, result, self.view.last_seq, self.now)
+        if window is None:
+            return result.reason if isinstance(result, Miss) else "no summary"
+        return window
 
     async def summary_call(self) -> str | None:
         """The single-summary baseline's summary: the view plus a summary request, one call

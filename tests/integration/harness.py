@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import anyio
@@ -39,9 +40,11 @@ async def runtime_on(
     recovered: bool = False,
     engines: Mapping[str, EngineFactory] = ENGINES,
     wrap: ClientWrap | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Runtime]:
     """A context manager, not a fixture: a task group must be left in the task that entered
-    it. ``wrap`` may rewrite what each model client returns."""
+    it. ``wrap`` may rewrite what each model client returns; ``overrides`` are settings set
+    on top of the fake's."""
     async with aiohttp.ClientSession() as session:
         settings = Settings(
             home=home,
@@ -50,6 +53,7 @@ async def runtime_on(
             openai_base_url=fake.url + "/v1",
             openai_api_key="k",
             chat_base_url=fake.url + "/v1",
+            **(overrides or {}),
         )
         providers = settings.providers()
 
