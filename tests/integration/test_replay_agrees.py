@@ -11,14 +11,16 @@ import anyio
 from condensate.engine import ThreadSpec
 from condensate.replay import ReplayConfig, load, replay
 from condensate.replay.report import windows_by_call
-from condensate.settings import Settings
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.integration.harness import runtime_on
 
 MODEL = "claude-sonnet-4-5"
 CEILING = 24_000
 """Low enough that a dozen large shell outputs cross the line several times."""
-SETTINGS = {"window_ceiling": CEILING, "curator_model": "anthropic:claude-haiku-4-5"}
+SETTINGS: dict[str, object] = {
+    "window_ceiling": CEILING,
+    "curator_model": "anthropic:claude-haiku-4-5",
+}
 """The curator on a model of its own: its calls take nothing from the thread's script."""
 
 
@@ -49,13 +51,14 @@ async def test_replay_takes_the_windows_the_daemon_took(tmp_path: Path) -> None:
                 await thread.turn_done.wait()
             events = runtime.log.tail(thread.thread_id, limit=10_000).events
             planner = runtime.planner_settings
+            ceilings = runtime.settings.ceilings()
             db = runtime.settings.db_path
     daemon = windows_by_call(e.event for e in events)
     assert len(daemon) >= 2, daemon
 
     config = ReplayConfig(
         window=200_000,
-        ceilings=Settings(**SETTINGS).ceilings(),
+        ceilings=ceilings,
         planner=planner,
         policies=("condensate",),
     )
