@@ -61,6 +61,7 @@ from condensate.providers.anthropic import AnthropicClient
 from condensate.providers.types import Completion, Request
 from condensate.runtime import Runtime
 from condensate.settings import Settings
+from condensate.sqlite_store import SqliteStore
 from condensate.store import EventLog
 from condensate.testing.fake_model import Call, Text, ToolCalls, reply_to_json
 from condensate.tokens import Counter, TiktokenCounter, count_event, counter_for
@@ -180,7 +181,7 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
             async def window_for(model: str) -> ModelWindow:
                 return ModelWindow(1_000_000, resolved=True)
 
-            log = EventLog.open(settings.db_path)
+            log = SqliteStore.open(settings.db_path)
             curator = Curator(settings.curator(), client_for, session)
             runtime = Runtime(settings, log, ENGINES, curator, client_for, window_for)
             await queue_replies(
@@ -196,7 +197,7 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
                 spec = ThreadSpec("api", MODEL, str(work), "Read notes.py again and again.")
                 thread = await runtime.create(spec)
                 await thread.turn_done.wait()
-            log.close()
+            await log.close()
             view = thread.projection
             build = time_to_messages(view)
             direct = await time_directly(AnthropicClient(fake_url, "bench", session=session), timed)

@@ -28,15 +28,17 @@ from adapters import ENGINES, check_clis
 from condensate import edge, statedir
 from condensate.curator import Curator
 from condensate.engine import Engines
+from condensate.eventlog import EventStore
 from condensate.gateway import Gateway, Upstream
 from condensate.meter import ModelWindow
+from condensate.pg_store import PostgresStore
 from condensate.providers import ModelClient, make_client, parse_model
 from condensate.providers.windows import resolve_window
 from condensate.recovery import recover
 from condensate.runtime import Runtime
 from condensate.server import Guard, make_app
 from condensate.settings import Settings
-from condensate.store import EventLog
+from condensate.sqlite_store import SqliteStore
 
 log = structlog.get_logger()
 
@@ -105,12 +107,20 @@ async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterat
         os.close(lock)
 
 
+async def open_store(settings: Settings) -> EventStore:
+    """The event log the settings name: PostgreSQL at ``CONDENSATE_DATABASE_URL``, else the
+    SQLite file in the state directory."""
+    if settings.database_url:
+        return await PostgresStore.connect(settings.database_url)
+    return SqliteStore.open(settings.db_path)
+
+
 @asynccontextmanager
 async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon]:
     statedir.prepare(settings.home)
     file_limit = edge.raise_file_limit()
     token = ensure_token(settings.home)
-    event_log = EventLog.open(settings.db_path)
+    event_log = await open_store(settings)
     providers = settings.providers()
     # The gateway's own session: it keeps no cookies (a provider's belong to the CLI that
     # got them, and pass back to it) and leaves bodies as they came.
@@ -174,7 +184,7 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
             if runner is not None:
                 await runner.cleanup()
             listener.close()
-            event_log.close()
+            await event_log.close()
             log.info("daemon_stopped")
 
 

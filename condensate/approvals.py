@@ -12,14 +12,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from condensate.errors import Refused
+from condensate.eventlog import MAX_LIMIT
 from condensate.events import ApprovalAnswered, ApprovalRequested, Stored
-from condensate.store import MAX_LIMIT
 
 if TYPE_CHECKING:
     from condensate.runtime import Runtime, Thread
@@ -89,9 +88,7 @@ async def _answer_of(
     if approval_id in thread.projection.approvals:
         return None
     while True:
-        page = await anyio.to_thread.run_sync(
-            partial(runtime.log.tail, thread.thread_id, after=after, limit=MAX_LIMIT)
-        )
+        page = await runtime.log.tail(thread.thread_id, after=after, limit=MAX_LIMIT)
         for item in page.events:
             if isinstance(item.event, ApprovalAnswered) and item.event.approval_id == approval_id:
                 return item.event

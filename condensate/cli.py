@@ -10,27 +10,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import anyio
 
 from condensate import __version__, statedir
-from condensate.app import engine_checks, serve
+from condensate.app import engine_checks, open_store, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError
+from condensate.eventlog import EventStore
 from condensate.events import EVENT_TYPES, now_utc
 from condensate.logs import configure_logging
 from condensate.meter import ModelWindow, measure
+from condensate.pg_store import where
 from condensate.planner import Cut, HoldBack, Stop, plan
 from condensate.providers import make_client
-from condensate.rebuild import rebuild
+from condensate.rebuild import rebuilt
 from condensate.render import render_window
 from condensate.settings import Settings, load_settings
-from condensate.store import EventLog
+from condensate.sqlite_store import SqliteStore
 from condensate.tokens import counter_for
 
 
@@ -38,25 +40,48 @@ def _emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
     sys.stdout.write((json.dumps(data, default=str) if args.json else text) + "\n")
 
 
-def _open(settings: Settings, args: argparse.Namespace) -> EventLog:
+T = TypeVar("T")
+
+
+def _read(
+    settings: Settings, args: argparse.Namespace, work: Callable[[EventStore], Awaitable[T]]
+) -> T:
+    """``work`` on the log: the SQLite file ``--db`` names, else the settings' log (the
+    state directory's file, or CONDENSATE_DATABASE_URL)."""
+
+    async def run() -> T:
+        if args.db:
+            store: EventStore = SqliteStore.open(Path(args.db))
+        else:
+            if not settings.database_url:
+                statedir.prepare(settings.home)
+            store = await open_store(settings)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    return anyio.run(run)
+
+
+def _where(settings: Settings, args: argparse.Namespace) -> str:
     if args.db:
-        return EventLog.open(Path(args.db))
-    statedir.prepare(settings.home)
-    return EventLog.open(settings.db_path)
+        return str(args.db)
+    return where(settings.database_url) if settings.database_url else str(settings.db_path)
 
 
 def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
-    with _open(settings, args) as log:
-        counter = counter_for("")
-        data = {
-            "version": __version__,
-            "home": str(settings.home),
-            "db": str(log.path),
-            "threads": len(log.thread_ids()),
-            "tokenizer": counter.name,
-            "event_kinds": len(EVENT_TYPES),
-            **engine_checks(settings),
-        }
+    threads = _read(settings, args, lambda store: store.thread_ids())
+    counter = counter_for("")
+    data = {
+        "version": __version__,
+        "home": str(settings.home),
+        "db": _where(settings, args),
+        "threads": len(threads),
+        "tokenizer": counter.name,
+        "event_kinds": len(EVENT_TYPES),
+        **engine_checks(settings),
+    }
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)
     return 0
@@ -248,8 +273,7 @@ def cmd_stop(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
-    with _open(settings, args) as log:
-        projection = rebuild(log, args.thread)
+    projection = _read(settings, args, lambda store: rebuilt(store, args.thread))
     window = ModelWindow(args.window, resolved=args.window_resolved)
     usage = measure(projection, window, settings.ceilings())
     decision = plan(projection, usage, settings.planner(), now_utc())

@@ -5,16 +5,13 @@ engine process that asked is gone."""
 
 from __future__ import annotations
 
-from functools import partial
-
-import anyio
 import structlog
 
 from condensate import approvals
 from condensate.errors import CondensateError
 from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded
 from condensate.queries import open_calls, spec_of, untaken_input
-from condensate.rebuild import rebuild
+from condensate.rebuild import rebuilt
 from condensate.runtime import STOPPED_BY_DAEMON, Runtime, Thread
 
 log = structlog.get_logger()
@@ -24,7 +21,7 @@ async def recover(runtime: Runtime) -> list[str]:
     """Rebuild every thread from the log; report and resume turns a restart cut off, and start
     a turn for input no turn took up. The ids of the threads resumed."""
     resumed: list[str] = []
-    for thread_id in await anyio.to_thread.run_sync(runtime.log.thread_ids):
+    for thread_id in await runtime.log.thread_ids():
         try:
             thread = await _rebuild(runtime, thread_id)
         except CondensateError as exc:
@@ -52,8 +49,8 @@ async def recover(runtime: Runtime) -> list[str]:
 async def _rebuild(runtime: Runtime, thread_id: str) -> Thread | None:
     """A thread from its snapshot and log, with its engine; None when the log holds no
     thread there or this daemon was built without its engine."""
-    projection = await anyio.to_thread.run_sync(partial(rebuild, runtime.log, thread_id))
-    created = await anyio.to_thread.run_sync(partial(runtime.log.read, thread_id, 1))
+    projection = await rebuilt(runtime.log, thread_id)
+    created = await runtime.log.read(thread_id, 1)
     if not isinstance(created.event, ThreadCreated):
         return None
     spec = spec_of(created.event, projection)

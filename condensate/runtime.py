@@ -36,6 +36,7 @@ from condensate.engine import (
     TurnOutcome,
 )
 from condensate.errors import CondensateError, Refused
+from condensate.eventlog import EventStore
 from condensate.events import (
     BaselineMeasured,
     ChildJoined,
@@ -58,17 +59,15 @@ from condensate.projector import Projection
 from condensate.providers import ModelClient
 from condensate.queries import last_text, open_calls, unanswered_input
 from condensate.settings import Settings
-from condensate.store import EventLog
-from condensate.tokens import bare_model, counter_for, model_text
+from condensate.tokens import bare_model, count_event, counter_for, model_text
 from condensate.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
 
 SNAPSHOT_EVERY = 1_000
 INLINE_CHARS = 8_000
-"""A batch with at most this much model text is written on the event loop itself when the log
-is free: about 0.1 ms of SQLite (a few ms at worst to count text never seen) against 0.15 to
-0.4 ms for the round trip to a worker thread, twice per native model call."""
+"""A batch with at most this much model text is counted on the event loop itself (a few ms at
+worst for text never seen), anything larger in a worker thread."""
 STOPPED_BY_DAEMON = "the daemon stopped during this turn"
 COUNT_WAIT_SECONDS = 2.0
 """How long a decision waits for a count the gateway announced (it is logged within a
@@ -149,7 +148,7 @@ class ThreadHost:
 @dataclass
 class Runtime:
     settings: Settings
-    log: EventLog
+    log: EventStore
     engines: Engines
     curator: Curator
     client_for: Callable[[str], ModelClient]
@@ -271,13 +270,16 @@ class Runtime:
 
     async def _write_and_fold(self, thread: Thread, batch: list[Event]) -> list[Stored]:
         counter = counter_for(thread.spec.model)
-        stored = None
+
+        def counts() -> list[int]:
+            return [count_event(event, counter) for event in batch]
+
+        # Counting text never seen takes a few ms a page: a large batch is counted off the loop.
         if sum(len(model_text(event)) for event in batch) <= INLINE_CHARS:
-            stored = self.log.append_now(thread.thread_id, batch, counter)
-        if stored is None:
-            stored = await anyio.to_thread.run_sync(
-                lambda: self.log.append(thread.thread_id, batch, counter)
-            )
+            tokens = counts()
+        else:
+            tokens = await anyio.to_thread.run_sync(counts)
+        stored = await self.log.append(thread.thread_id, batch, tokens)
         for item in stored:
             thread.projection.apply(item)
         if thread.projection.last_seq - thread.snapshot_at >= SNAPSHOT_EVERY:
@@ -287,9 +289,7 @@ class Runtime:
     async def _snapshot(self, thread: Thread) -> None:
         """Serialize the state here, where nothing else mutates it, and write it off the loop."""
         upto, state = thread.projection.last_seq, thread.projection.to_json()
-        saved = await anyio.to_thread.run_sync(
-            lambda: self.log.save_snapshot(thread.thread_id, upto, state)
-        )
+        saved = await self.log.save_snapshot(thread.thread_id, upto, state)
         thread.projection.apply(saved)
         thread.snapshot_at = upto
 

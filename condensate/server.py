@@ -13,7 +13,6 @@ import hmac
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import anyio
@@ -36,13 +35,13 @@ from condensate.ceilings import CeilingSettings
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
+from condensate.eventlog import DEFAULT_LIMIT
 from condensate.events import Engine
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
 from condensate.projector import Bill, Projection
 from condensate.providers import parse_model
 from condensate.runtime import Runtime, Thread
-from condensate.store import DEFAULT_LIMIT
 from condensate.tokens import counter_for
 
 log = structlog.get_logger()
@@ -391,9 +390,7 @@ async def tail(request: web.Request) -> web.Response:
         changed = thread.changed
         with anyio.move_on_after(wait):
             await changed.wait()
-    page = await anyio.to_thread.run_sync(
-        partial(runtime.log.tail, thread.thread_id, after=after, limit=limit, history=history)
-    )
+    page = await runtime.log.tail(thread.thread_id, after=after, limit=limit, history=history)
     return web.json_response(
         {
             "events": [

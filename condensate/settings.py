@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     curator_fallback_model: str | None = None
     hindsight_url: str | None = None
     hindsight_bank: str = "condensate"
+    database_url: str | None = None
+    """A PostgreSQL URL (``postgresql://user@host:port/db``): the event log lives there
+    instead of the SQLite file in ``home``."""
 
     @property
     def db_path(self) -> Path:

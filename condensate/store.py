@@ -11,7 +11,6 @@ on every table.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -21,8 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from condensate.errors import EventLogError, EventNotFound, UnknownEventVersion
-from condensate.events import Event, SnapshotTaken, Stored, decode, encode, now_utc
+from condensate.errors import EventLogError, EventNotFound
+from condensate.eventlog import DEFAULT_LIMIT, MAX_LIMIT, Snapshot, TailPage, decode_row
+from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
 from condensate.store_schema import BACKSTOP_PAGES, BUSY_TIMEOUT_MS, SCHEMA_VERSION, prepare
 from condensate.store_wal import Checkpointer
 from condensate.tokens import Counter, count_event, counter_for
@@ -40,8 +40,6 @@ __all__ = [
     "TailPage",
 ]
 
-DEFAULT_LIMIT = 200
-MAX_LIMIT = 1000
 REPLAY_CHUNK = 2000
 CHECKPOINT_BYTES = 4_000_000
 """Bytes written between two background WAL checkpoints (SQLite's own default is 1000 pages)."""
@@ -51,24 +49,6 @@ _INSERT_EVENT = (
 )
 _INSERT_THREAD = "INSERT OR IGNORE INTO threads (thread_id, created_at) VALUES (?, ?)"
 _LAST_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?"
-
-
-@dataclass(frozen=True, slots=True)
-class TailPage:
-    """One page of a thread's events. Pass ``next_after`` back as ``after`` for the next."""
-
-    events: list[Stored]
-    next_after: int
-    has_more: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """Projector state folded up to ``upto``, saved at ``seq`` beside its SnapshotTaken."""
-
-    seq: int
-    upto: int
-    state: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,10 +152,12 @@ class EventLog:
         thread_id: str,
         events: Event | Sequence[Event],
         counter: Counter | None = None,
+        tokens: Sequence[int] | None = None,
     ) -> list[Stored]:
         """Append one event or a batch in a single transaction; the store assigns each
-        ``seq`` and counts each event's tokens once, here."""
-        stored = self._append(thread_id, events, counter, wait=True)
+        ``seq``. Each event's tokens are ``tokens`` when given (the async store's callers
+        count), else counted here with ``counter`` (this file's own tools and tests)."""
+        stored = self._append(thread_id, events, counter, tokens, wait=True)
         assert stored is not None  # waiting for the lock always gets it
         return stored
 
@@ -184,16 +166,18 @@ class EventLog:
         thread_id: str,
         events: Event | Sequence[Event],
         counter: Counter | None = None,
+        tokens: Sequence[int] | None = None,
     ) -> list[Stored] | None:
         """``append``, unless another OS thread is using the log at this moment: then None and
         nothing written. For a caller that must not wait on a lock, such as an event loop."""
-        return self._append(thread_id, events, counter, wait=False)
+        return self._append(thread_id, events, counter, tokens, wait=False)
 
     def _append(
         self,
         thread_id: str,
         events: Event | Sequence[Event],
         counter: Counter | None,
+        tokens: Sequence[int] | None,
         *,
         wait: bool,
     ) -> list[Stored] | None:
@@ -201,8 +185,10 @@ class EventLog:
         batch = list(events) if isinstance(events, Sequence) else [events]
         if not batch:
             return []
-        # Counting and encoding happen before BEGIN so the write lock is held only for SQL.
-        rows = [_encode(event, counter or self.counter) for event in batch]
+        if tokens is None:
+            tokens = [count_event(event, counter or self.counter) for event in batch]
+        # Encoding happens before BEGIN so the write lock is held only for SQL.
+        rows = [_encode(event, count) for event, count in zip(batch, tokens, strict=True)]
         action = f"append {len(rows)} event(s) to thread {thread_id!r}"
         if not self._lock.acquire(blocking=wait):
             return None
@@ -232,7 +218,7 @@ class EventLog:
         in one transaction; the snapshot's seq is that event's seq."""
         _check_thread_id(thread_id)
         event = SnapshotTaken(upto=upto, at=now_utc())
-        row = _encode(event, self.counter)
+        row = _encode(event, 0)  # a snapshot marker is no model text
         action = f"save a snapshot up to seq {upto} for thread {thread_id!r}"
         with self._lock, self._transaction(action) as connection:
             last = _last_seq(connection, thread_id)
@@ -281,7 +267,7 @@ class EventLog:
             )
             params = (thread_id, after, thread_id, limit + 1)
         rows = self._fetch(f"read events of thread {thread_id!r} after seq {after}", sql, params)
-        page = [_decode(thread_id, seq, tokens, body) for seq, tokens, body in rows[:limit]]
+        page = [decode_row(thread_id, seq, tokens, body) for seq, tokens, body in rows[:limit]]
         return TailPage(
             events=page,
             next_after=page[-1].seq if page else after,
@@ -299,7 +285,7 @@ class EventLog:
             msg = f"Thread {thread_id!r} has no event at seq {seq}."
             raise EventNotFound(msg)
         tokens, body = rows[0]
-        return _decode(thread_id, seq, tokens, body)
+        return decode_row(thread_id, seq, tokens, body)
 
     def replay(self, thread_id: str, after: int = 0) -> Iterator[Stored]:
         """Every event after ``after`` in order, fetched a chunk at a time, snapshots or not."""
@@ -312,7 +298,7 @@ class EventLog:
                 (thread_id, cursor, REPLAY_CHUNK),
             )
             for seq, tokens, body in rows:
-                yield _decode(thread_id, seq, tokens, body)
+                yield decode_row(thread_id, seq, tokens, body)
             if len(rows) < REPLAY_CHUNK:
                 return
             cursor = rows[-1][0]
@@ -415,27 +401,7 @@ def _last_seq(connection: sqlite3.Connection, thread_id: str) -> int:
     return int(connection.execute(_LAST_SEQ, (thread_id,)).fetchone()[0])
 
 
-def _encode(event: Event, counter: Counter) -> _Row:
+def _encode(event: Event, tokens: int) -> _Row:
     return _Row(
-        kind=event.kind,
-        v=event.v,
-        at=event.at.isoformat(),
-        tokens=count_event(event, counter),
-        body=encode(event),
+        kind=event.kind, v=event.v, at=event.at.isoformat(), tokens=tokens, body=encode(event)
     )
-
-
-def _decode(thread_id: str, seq: int, tokens: int, body: str) -> Stored:
-    try:
-        raw = json.loads(body)
-        if not isinstance(raw, dict):
-            msg = f"the body is a JSON {type(raw).__name__}, not an object."
-            raise TypeError(msg)
-        event = decode(raw)
-    except UnknownEventVersion as exc:
-        msg = f"Event {seq} of thread {thread_id!r} cannot be read: {exc}"
-        raise UnknownEventVersion(msg) from exc
-    except (ValueError, TypeError) as exc:
-        msg = f"Event {seq} of thread {thread_id!r} is not a valid event: {exc}"
-        raise EventLogError(msg) from exc
-    return Stored(thread_id=thread_id, seq=seq, event=event, tokens=tokens)

@@ -58,7 +58,7 @@ async def test_each_write_waits_for_the_operator_who_allows_one_and_denies_the_o
         await approvals.answer(runtime, thread, second["id"], "deny", reason="not that one")
         with anyio.fail_after(60):
             await thread.turn_done.wait()
-        events = [s.event for s in runtime.log.replay(thread.thread_id)]
+        events = [s.event for s in (await runtime.log.events(thread.thread_id))]
     results = {e.call_id: e for e in events if e.kind == "tool.result"}
     assert exists_before is False
     assert str(allowed.name) in first["argument"]

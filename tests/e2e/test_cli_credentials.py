@@ -38,7 +38,7 @@ async def test_a_refused_key_fails_the_cli_turn_within_seconds_naming_the_settin
             with anyio.fail_after(60):
                 await thread.turn_done.wait()
             took = time.monotonic() - began
-            events = [s.event for s in runtime.log.replay(thread.thread_id)]
+            events = [s.event for s in (await runtime.log.events(thread.thread_id))]
         requests = len(fake.requests)
     retries = [e for e in events if e.kind == "engine.notice" and e.notice == "api-retry"]
     lines = [e for e in events if e.kind == "system.line"]

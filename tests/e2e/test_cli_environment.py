@@ -51,7 +51,7 @@ async def test_a_cli_child_holds_only_its_own_providers_credential(
             await thread.turn_done.wait()
         started = [
             s.event
-            for s in runtime.log.replay(thread.thread_id)
+            for s in (await runtime.log.events(thread.thread_id))
             if s.event.kind == "engine.notice" and s.event.notice == "session-started"
         ]
         pid = int(next(w for w in started[0].detail.split() if w.startswith("pid="))[4:])
@@ -79,7 +79,9 @@ async def test_the_commands_codex_runs_do_not_see_its_providers_key(
         with anyio.fail_after(60):
             await thread.turn_done.wait()
         results = [
-            s.event for s in runtime.log.replay(thread.thread_id) if s.event.kind == "tool.result"
+            s.event
+            for s in (await runtime.log.events(thread.thread_id))
+            if s.event.kind == "tool.result"
         ]
     assert "CODEX_HOME=" in results[0].output  # the command's environment was printed
     assert "CODEX_PROVIDER_API_KEY" not in results[0].output

@@ -25,8 +25,8 @@ from tests.integration.test_runtime import running
 CASES = [("claude", "anthropic:claude-sonnet-4-5"), ("codex", "openai:gpt-5.5")]
 
 
-def logged(runtime: Runtime, thread: Thread) -> list[Any]:
-    return [s.event for s in runtime.log.replay(thread.thread_id)]
+async def logged(runtime: Runtime, thread: Thread) -> list[Any]:
+    return [s.event for s in (await runtime.log.events(thread.thread_id))]
 
 
 def generations(fake: FakeModelServer, name: str) -> int:
@@ -55,11 +55,11 @@ async def test_an_interrupt_stops_a_streaming_cli_turn_and_the_next_message_is_a
         answer = await runtime.interrupt(thread)
         took = time.monotonic() - began
         idle = not thread.running
-        first = [e for e in logged(runtime, thread) if e.kind == "turn.ended"]
+        first = [e for e in await logged(runtime, thread) if e.kind == "turn.ended"]
         await runtime.steer(thread, "are you still there?")
         with anyio.fail_after(60):
             await thread.turn_done.wait()
-        events = logged(runtime, thread)
+        events = await logged(runtime, thread)
     ends = [e for e in events if e.kind == "turn.ended"]
     replies = [e.text for e in events if e.kind == "message.assistant"]
     starts = [e for e in events if e.kind == "engine.notice" and e.notice.startswith("session")]

@@ -25,7 +25,7 @@ async def run_thread(tmp_path: Path, fake: FakeModelServer, spec: ThreadSpec) ->
         thread = await runtime.create(spec)
         with anyio.fail_after(90):
             await thread.turn_done.wait()
-        return [s.event for s in runtime.log.replay(thread.thread_id)]
+        return [s.event for s in (await runtime.log.events(thread.thread_id))]
 
 
 def offered_tools(fake: FakeModelServer, model: str) -> list[str]:

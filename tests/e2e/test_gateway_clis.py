@@ -44,7 +44,7 @@ async def test_every_cli_request_reaches_the_provider_with_the_daemons_key(
             )
             with anyio.fail_after(90):
                 await thread.turn_done.wait()
-            ended = [s.event for s in runtime.log.replay(thread.thread_id)][-1]
+            ended = [s.event for s in (await runtime.log.events(thread.thread_id))][-1]
         calls = [r for r in fake.requests if r.endpoint == endpoint and r.model == bare]
     assert ended.kind == "turn.ended", ended
     assert ended.outcome == "completed", ended
@@ -79,7 +79,7 @@ async def test_each_calls_count_is_the_providers_logged_by_the_gateway(
         )
         with anyio.fail_after(90):
             await thread.turn_done.wait()
-        events = [s.event for s in runtime.log.replay(thread.thread_id)]
+        events = [s.event for s in (await runtime.log.events(thread.thread_id))]
     calls = [r for r in fake.requests if r.endpoint == endpoint and r.model == bare]
     usages = [e for e in events if isinstance(e, ModelUsage)]
     if endpoint == "messages":
@@ -131,7 +131,7 @@ async def test_a_threads_costs_match_what_the_provider_billed(
         costs = costs_json(thread.projection)
         sessions = [
             s.event.session_id
-            for s in runtime.log.replay(thread.thread_id)
+            for s in (await runtime.log.events(thread.thread_id))
             if isinstance(s.event, EngineNotice)
         ]
     calls = [r for r in fake.requests if r.endpoint == endpoint and r.model == bare]
@@ -190,7 +190,7 @@ async def test_a_subscription_token_reaches_the_provider_as_a_bearer(
             )
             with anyio.fail_after(90):
                 await thread.turn_done.wait()
-            events = [s.event for s in runtime.log.replay(thread.thread_id)]
+            events = [s.event for s in (await runtime.log.events(thread.thread_id))]
         calls = [r for r in fake.requests if r.endpoint == "messages"]
     assert events[-1].kind == "turn.ended"
     assert events[-1].outcome == "completed"

@@ -17,16 +17,16 @@ import anyio
 from aiohttp import web
 
 from adapters import ENGINES
-from condensate.app import upstream
+from condensate.app import open_store, upstream
 from condensate.curator import Curator
 from condensate.engine import EngineFactory
+from condensate.eventlog import EventStore
 from condensate.gateway import Gateway
 from condensate.meter import ModelWindow
 from condensate.providers import ModelClient, make_client
 from condensate.recovery import recover
 from condensate.runtime import Runtime
 from condensate.settings import Settings
-from condensate.store import EventLog
 from condensate.testing.fake_model import FakeModelServer
 
 ClientWrap = Callable[[ModelClient], ModelClient]
@@ -64,7 +64,7 @@ async def runtime_on(
         async def window_for(model: str) -> ModelWindow:
             return ModelWindow(200_000, resolved=True)
 
-        with EventLog.open(settings.db_path) as log:
+        async with _opened(settings) as log:
             curator = Curator(settings.curator(), client_for)
             runtime = Runtime(settings, log, engines, curator, client_for, window_for)
             gateway = Gateway(upstream(settings), runtime, session, admitter=runtime)
@@ -89,3 +89,13 @@ async def runtime_on(
                     for thread in runtime.threads.values():
                         await thread.engine.close()
                     await runner.cleanup()
+
+
+@asynccontextmanager
+async def _opened(settings: Settings) -> AsyncIterator[EventStore]:
+    """The event log the settings name (SQLite in ``home``, or ``database_url``)."""
+    store = await open_store(settings)
+    try:
+        yield store
+    finally:
+        await store.close()

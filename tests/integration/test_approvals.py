@@ -29,8 +29,8 @@ async def idle_thread(runtime: Runtime, cwd: Path) -> Thread:
     return thread
 
 
-def logged(thread: Thread, runtime: Runtime) -> list[ApprovalRequested | ApprovalAnswered]:
-    page = runtime.log.tail(thread.thread_id, after=0, limit=1000, history=True)
+async def logged(thread: Thread, runtime: Runtime) -> list[ApprovalRequested | ApprovalAnswered]:
+    page = await runtime.log.tail(thread.thread_id, after=0, limit=1000, history=True)
     return [
         s.event for s in page.events if isinstance(s.event, ApprovalRequested | ApprovalAnswered)
     ]
@@ -64,7 +64,7 @@ async def test_an_allowed_request_runs_and_both_halves_are_logged(tmp_path):
                 assert shown["argument"] == "rm -rf build"
                 await approvals.answer(runtime, thread, shown["id"], "allow", reason="fine")
             assert approvals.pending(thread) == []
-            requested, answered = logged(thread, runtime)
+            requested, answered = await logged(thread, runtime)
     assert verdicts == [approvals.Verdict(True, "fine", "operator")]
     assert isinstance(requested, ApprovalRequested)
     assert isinstance(answered, ApprovalAnswered)
@@ -101,7 +101,7 @@ async def test_no_answer_by_the_deadline_denies_the_request(tmp_path):
             verdicts: list[approvals.Verdict] = []
             with anyio.fail_after(5):
                 await ask(runtime, thread, timedelta(seconds=0.2), verdicts)
-            _, answered = logged(thread, runtime)
+            _, answered = await logged(thread, runtime)
     assert not verdicts[0].allowed
     assert verdicts[0].by == "deadline"
     assert isinstance(answered, ApprovalAnswered)
@@ -135,6 +135,6 @@ async def test_a_restart_denies_what_was_still_pending(tmp_path):
         async with runtime_on(tmp_path, fake, recovered=True) as again:
             recovered = again.get(thread_id)
             assert approvals.pending(recovered) == []
-            answers = [e for e in logged(recovered, again) if isinstance(e, ApprovalAnswered)]
+            answers = [e for e in await logged(recovered, again) if isinstance(e, ApprovalAnswered)]
     (denied,) = answers
     assert (denied.decision, denied.by) == ("deny", "runtime")

@@ -351,3 +351,19 @@ async def test_a_stopped_daemon_says_it_cannot_be_reached(tmp_path: Path) -> Non
     assert "Cannot reach the daemon" in err
     assert url in err
     assert "condensate serve" in err
+
+
+async def test_doctor_reads_the_postgres_log_the_settings_name(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """With CONDENSATE_DATABASE_URL, `doctor` counts the threads in PostgreSQL (creating the
+    schema on first connect), names the server without its password, and writes no SQLite
+    file."""
+    code, out, err = await condensate(
+        tmp_path, "doctor", "--json", CONDENSATE_DATABASE_URL=postgres_url
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["db"].startswith("postgresql://127.0.0.1:")
+    assert data["threads"] == 0
+    assert not (tmp_path / "condensate.db").exists()

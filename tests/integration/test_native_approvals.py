@@ -91,7 +91,7 @@ async def test_reads_never_wait_for_an_operator(tmp_path):
                 await thread.turn_done.wait()
             kinds = [
                 s.event.kind
-                for s in runtime.log.tail(thread.thread_id, after=0, history=True).events
+                for s in (await runtime.log.tail(thread.thread_id, after=0, history=True)).events
             ]
     assert "approval.requested" not in kinds
     assert results(thread)[0][:2] == ("read", False)

@@ -231,7 +231,7 @@ async def _turn(runtime: Runtime, work: Path, model: str = MODEL, **spec: Any) -
     )
     with anyio.fail_after(30):
         await thread.turn_done.wait()
-    return [stored.event for stored in runtime.log.replay(thread.thread_id)]
+    return [stored.event for stored in (await runtime.log.events(thread.thread_id))]
 
 
 def _results(events: list[Event]) -> list[ToolResult]:

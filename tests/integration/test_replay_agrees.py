@@ -49,7 +49,7 @@ async def test_replay_takes_the_windows_the_daemon_took(tmp_path: Path) -> None:
             )
             with anyio.fail_after(120):
                 await thread.turn_done.wait()
-            events = runtime.log.tail(thread.thread_id, limit=10_000).events
+            events = await runtime.log.events(thread.thread_id)
             planner = runtime.planner_settings
             ceilings = runtime.settings.ceilings()
             db = runtime.settings.db_path

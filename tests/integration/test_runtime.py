@@ -18,6 +18,7 @@ from condensate.errors import Refused
 from condensate.events import ModelUsage, UserMessage, Window, now_utc
 from condensate.planner import Ask, Cut
 from condensate.runtime import Runtime, Thread
+from condensate.sqlite_store import SqliteStore
 from condensate.testing.fake_model import FakeModelServer, Text
 from tests.integration.harness import runtime_on
 
@@ -87,20 +88,22 @@ async def test_an_append_while_another_os_thread_holds_the_log_keeps_the_loop_ru
                 ticks += 1
                 await anyio.sleep(0.01)
 
+        store = runtime.log
+        assert isinstance(store, SqliteStore)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(tick)
-            runtime.log._lock.acquire()  # what a worker thread's long read would hold
+            store.log._lock.acquire()  # what a worker thread's long read would hold
             try:
                 appending = await runtime_append_soon(tasks, runtime, thread)
                 await anyio.sleep(0.2)
                 assert not appending.is_set()
                 assert ticks >= 5
             finally:
-                runtime.log._lock.release()
+                store.log._lock.release()
             with anyio.fail_after(10):
                 await appending.wait()
             tasks.cancel_scope.cancel()
-        last = runtime.log.read(thread.thread_id, thread.projection.last_seq).event
+        last = (await runtime.log.read(thread.thread_id, thread.projection.last_seq)).event
         assert isinstance(last, UserMessage)
         assert last.text == "steered"
         assert thread.projection.entries[-1].event == last

@@ -44,12 +44,12 @@ class Crashing(NativeEngine):
         return await super().run_turn(ctx)
 
 
-def events(runtime: Runtime, thread: Thread) -> list[Any]:
-    return [s.event for s in runtime.log.replay(thread.thread_id)]
+async def events(runtime: Runtime, thread: Thread) -> list[Any]:
+    return [s.event for s in (await runtime.log.events(thread.thread_id))]
 
 
-def ended(runtime: Runtime, thread: Thread) -> list[Any]:
-    return [e for e in events(runtime, thread) if e.kind == "turn.ended"]
+async def ended(runtime: Runtime, thread: Thread) -> list[Any]:
+    return [e for e in await events(runtime, thread) if e.kind == "turn.ended"]
 
 
 async def start(runtime: Runtime, tmp_path: Path, brief: str) -> Thread:
@@ -65,7 +65,7 @@ async def done(thread: Thread, seconds: float = 30) -> None:
 
 async def until_logged(runtime: Runtime, thread: Thread, kind: str) -> None:
     with anyio.fail_after(30):
-        while not any(e.kind == kind for e in events(runtime, thread)):  # noqa: ASYNC110
+        while not any(e.kind == kind for e in await events(runtime, thread)):  # noqa: ASYNC110
             await anyio.sleep(0.05)
 
 
@@ -82,9 +82,9 @@ async def test_an_exception_in_one_turn_ends_that_turn_and_no_other(tmp_path):
             await done(slow)
             later = await start(runtime, tmp_path, "and now")
             await done(later)
-            lines = [e for e in events(runtime, crashed) if e.kind == "system.line"]
-            crash_end = ended(runtime, crashed)
-            slow_end, later_end = ended(runtime, slow), ended(runtime, later)
+            lines = [e for e in await events(runtime, crashed) if e.kind == "system.line"]
+            crash_end = await ended(runtime, crashed)
+            slow_end, later_end = await ended(runtime, slow), await ended(runtime, later)
     assert [line.code for line in lines] == ["turn-crashed"]
     assert "KeyError" in lines[0].text
     assert "no-such-key" in lines[0].text
@@ -99,9 +99,9 @@ async def test_interrupting_an_idle_thread_says_so(tmp_path):
     async with running(tmp_path) as runtime:
         thread = await start(runtime, tmp_path, "hello")
         await done(thread)
-        before = len(events(runtime, thread))
+        before = len(await events(runtime, thread))
         answer = await runtime.interrupt(thread)
-        after = len(events(runtime, thread))
+        after = len(await events(runtime, thread))
     assert answer is False
     assert after == before
 
@@ -121,12 +121,14 @@ async def test_an_interrupt_ends_a_streaming_native_turn_and_the_next_message_is
             began = time.monotonic()
             answer = await runtime.interrupt(thread)
             took = time.monotonic() - began
-            interrupted = ended(runtime, thread)
+            interrupted = await ended(runtime, thread)
             running_after = thread.running
             await runtime.steer(thread, "are you there?")
             await done(thread)
-            final = ended(runtime, thread)
-            replies = [e.text for e in events(runtime, thread) if e.kind == "message.assistant"]
+            final = await ended(runtime, thread)
+            replies = [
+                e.text for e in await events(runtime, thread) if e.kind == "message.assistant"
+            ]
     assert answer is True
     assert took < 2.0
     assert running_after is False
@@ -168,7 +170,7 @@ async def test_an_interrupt_kills_a_running_shell_command_and_closes_its_call(tm
             began = time.monotonic()
             await runtime.interrupt(thread)
             took = time.monotonic() - began
-            logged = events(runtime, thread)
+            logged = await events(runtime, thread)
     results = [e for e in logged if e.kind == "tool.result"]
     assert took < 2.0
     assert running_sleeps(f"sleep {marker}") == []
@@ -195,7 +197,7 @@ async def test_a_thread_its_engine_cannot_enforce_is_refused_before_anything_is_
                 await runtime.create(spec)
             refusals.append((refused.value.code, refused.value.status))
         threads = dict(runtime.threads)
-        logged = runtime.log.thread_ids()
+        logged = await runtime.log.thread_ids()
     assert refusals == [("unsupported-tools", 422), ("unsupported-permissions", 422)]
     assert threads == {}
     assert list(logged) == []

@@ -1,0 +1,112 @@
+"""The event log as the runtime sees it: an async, append-only store of every thread's events
+and snapshots, with two backends behind one contract (``tests/integration/test_eventlog_
+contract.py`` runs it on both):
+
+- ``sqlite_store.SqliteStore``, the embedded default (one file beside the daemon);
+- ``pg_store.PostgresStore``, behind ``CONDENSATE_DATABASE_URL``.
+
+What every backend guarantees: each thread's ``seq`` runs 1, 2, 3, ... with no gap; a batch
+is written in one transaction, its seqs contiguous; rows are never changed (UPDATE and DELETE
+are refused by the database itself); an event written at an older version is read upcast to
+its kind's current one; a first ``tail`` starts after the latest snapshot, a reader that names
+where it is gets every event after it. The store counts nothing: the caller gives each event's
+tokens (``tokens.count_event``) and the store keeps them beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from condensate.errors import EventLogError, UnknownEventVersion
+from condensate.events import Event, Stored, decode
+
+DEFAULT_LIMIT = 200
+MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class TailPage:
+    """One page of a thread's events. Pass ``next_after`` back as ``after`` for the next."""
+
+    events: list[Stored]
+    next_after: int
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Projector state folded up to ``upto``, saved at ``seq`` beside its SnapshotTaken."""
+
+    seq: int
+    upto: int
+    state: str
+
+
+class EventStore(Protocol):
+    """The log of every thread (see the module's text for what each backend guarantees)."""
+
+    async def append(
+        self, thread_id: str, events: Sequence[Event], tokens: Sequence[int]
+    ) -> list[Stored]:
+        """Append a batch in one transaction; ``tokens`` holds each event's count."""
+        ...
+
+    async def save_snapshot(self, thread_id: str, upto: int, state: str) -> Stored:
+        """Save projector state folded up to ``upto`` and append its SnapshotTaken, in one
+        transaction; ValueError when ``upto`` is not one of the thread's seqs (or 0)."""
+        ...
+
+    async def tail(
+        self, thread_id: str, after: int = 0, limit: int = DEFAULT_LIMIT, history: bool = False
+    ) -> TailPage:
+        """Up to ``limit`` (clamped to 1..MAX_LIMIT) events after ``after``. A first read
+        (``after`` 0) without ``history`` starts after the latest snapshot."""
+        ...
+
+    async def read(self, thread_id: str, seq: int) -> Stored:
+        """The event at ``seq`` (EventNotFound when there is none)."""
+        ...
+
+    async def events(self, thread_id: str, after: int = 0) -> list[Stored]:
+        """Every event after ``after``, in order, snapshots or not."""
+        ...
+
+    async def last_seq(self, thread_id: str) -> int: ...
+
+    async def thread_ids(self) -> list[str]:
+        """Every thread with at least one event, in the order they were first written."""
+        ...
+
+    async def latest_snapshot(self, thread_id: str) -> Snapshot | None: ...
+
+    async def close(self) -> None: ...
+
+
+def check_batch(thread_id: str, events: Sequence[Event], tokens: Sequence[int]) -> None:
+    """What every backend refuses before it writes anything."""
+    if not thread_id:
+        msg = "A thread id must be a non-empty string."
+        raise ValueError(msg)
+    if len(tokens) != len(events):
+        msg = f"A batch of {len(events)} events came with {len(tokens)} token counts."
+        raise ValueError(msg)
+
+
+def decode_row(thread_id: str, seq: int, tokens: int, body: str) -> Stored:
+    """A stored row as its event, upcast to the kind's current version."""
+    try:
+        raw = json.loads(body)
+        if not isinstance(raw, dict):
+            msg = f"the body is a JSON {type(raw).__name__}, not an object."
+            raise TypeError(msg)
+        event = decode(raw)
+    except UnknownEventVersion as exc:
+        msg = f"Event {seq} of thread {thread_id!r} cannot be read: {exc}"
+        raise UnknownEventVersion(msg) from exc
+    except (ValueError, TypeError) as exc:
+        msg = f"Event {seq} of thread {thread_id!r} is not a valid event: {exc}"
+        raise EventLogError(msg) from exc
+    return Stored(thread_id=thread_id, seq=seq, event=event, tokens=tokens)
