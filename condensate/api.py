@@ -119,6 +119,7 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
             "head": _BOOL,
             "parent": _NULLABLE_STR,
             "status": {"enum": ["running", "idle"]},
+            "owner": _NULLABLE_STR,
             "events": _INT,
             "usage": {"$ref": "#/components/schemas/Usage"},
             "ceiling": _INT,
@@ -133,8 +134,23 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
             "children": {"type": "array", "items": _STR},
         }
     ),
+    "ThreadElsewhere": _object(
+        {
+            "id": _STR,
+            "status": {"const": "elsewhere"},
+            "owner": _STR,
+            "ownerUrl": _STR,
+            "events": _INT,
+        }
+    ),
+    "AnyThread": {
+        "oneOf": [
+            {"$ref": "#/components/schemas/Thread"},
+            {"$ref": "#/components/schemas/ThreadElsewhere"},
+        ]
+    },
     "ThreadList": _object(
-        {"threads": {"type": "array", "items": {"$ref": "#/components/schemas/Thread"}}}
+        {"threads": {"type": "array", "items": {"$ref": "#/components/schemas/AnyThread"}}}
     ),
     "Logged": _object({"seq": _INT, "thread": _STR}),
     "TailPage": _object(
@@ -277,7 +293,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "Inspect a thread: usage, ceiling, line, pending ask, seats",
                 "parameters": thread,
-                "responses": {**_ok(200, "the thread", "Thread"), **_errors(404)},
+                "responses": {**_ok(200, "the thread", "AnyThread"), **_errors(404)},
             }
         },
         "/threads/{thread_id}/messages": {
@@ -285,7 +301,7 @@ def openapi_document() -> dict[str, Any]:
                 "summary": "Steer a thread (413 message-too-large: a message past the line)",
                 "parameters": thread,
                 "requestBody": _body(SendMessage),
-                "responses": {**_ok(202, "logged", "Logged"), **_errors(404, *WITH_BODY)},
+                "responses": {**_ok(202, "logged", "Logged"), **_errors(404, 409, *WITH_BODY)},
             }
         },
         "/threads/{thread_id}/interrupt": {
@@ -303,7 +319,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "Tool calls waiting for an operator (a thread with permissions ask)",
                 "parameters": thread,
-                "responses": {**_ok(200, "pending requests", "Approvals"), **_errors(404)},
+                "responses": {**_ok(200, "pending requests", "Approvals"), **_errors(404, 409)},
             },
             "post": {
                 "summary": "Allow or deny one pending request (404 unknown-approval)",
@@ -311,7 +327,7 @@ def openapi_document() -> dict[str, Any]:
                 "requestBody": _body(ApprovalAnswer),
                 "responses": {
                     **_ok(200, "answered", "ApprovalAnswered"),
-                    **_errors(404, *WITH_BODY),
+                    **_errors(404, 409, *WITH_BODY),
                 },
             },
         },
@@ -332,7 +348,10 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "The pending ask, a requested compaction, a preview of a cut",
                 "parameters": thread,
-                "responses": {**_ok(200, "ask, requested, preview", "Compaction"), **_errors(404)},
+                "responses": {
+                    **_ok(200, "ask, requested, preview", "Compaction"),
+                    **_errors(404, 409),
+                },
             },
             "post": {
                 "summary": "Answer the pending ask, or queue a compaction",

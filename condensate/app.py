@@ -13,7 +13,7 @@ import os
 import secrets
 import signal
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -23,16 +23,18 @@ import aiohttp
 import anyio
 import structlog
 from aiohttp import web
+from anyio.abc import TaskGroup
 
 from adapters import ENGINES, check_clis
 from condensate import edge, statedir
 from condensate.curator import Curator
 from condensate.engine import Engines
 from condensate.eventlog import EventStore
+from condensate.fleet import Fleet, daemon_id
 from condensate.gateway import Gateway, Upstream
 from condensate.meter import ModelWindow
-from condensate.pg_store import PostgresStore
-from condensate.providers import ModelClient, make_client, parse_model
+from condensate.pg_store import Owner, PostgresStore, where
+from condensate.providers import ModelClient, ProviderSettings, make_client, parse_model
 from condensate.providers.windows import resolve_window
 from condensate.recovery import recover
 from condensate.runtime import Runtime
@@ -107,12 +109,57 @@ async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterat
         os.close(lock)
 
 
-async def open_store(settings: Settings) -> EventStore:
-    """The event log the settings name: PostgreSQL at ``CONDENSATE_DATABASE_URL``, else the
-    SQLite file in the state directory."""
+async def open_store(settings: Settings, owner: Owner | None = None) -> EventStore:
+    """The event log the settings name: PostgreSQL at ``CONDENSATE_DATABASE_URL`` (appending
+    for ``owner``, a daemon of a fleet), else the SQLite file in the state directory."""
     if settings.database_url:
-        return await PostgresStore.connect(settings.database_url)
+        return await PostgresStore.connect(settings.database_url, owner)
     return SqliteStore.open(settings.db_path)
+
+
+async def _log_and_fleet(settings: Settings, url: str) -> tuple[EventStore, Fleet | None]:
+    """The event log, and on PostgreSQL the fleet this daemon (at ``url``) joins."""
+    if not settings.database_url:
+        return await open_store(settings), None
+    name = settings.daemon_id or daemon_id(str(settings.home))
+    owner = Owner(name, url, settings.lease_seconds)
+    store = await PostgresStore.connect(settings.database_url, owner)
+    return store, Fleet(store, owner.name, owner.url, owner.seconds)
+
+
+async def _take_up(runtime: Runtime, fleet: Fleet | None, tasks: TaskGroup) -> None:
+    """Recover the threads in the log (in a fleet, those this daemon can claim), and keep
+    the fleet's leases for as long as the daemon runs."""
+    if fleet is None:
+        await recover(runtime)
+        return
+    await recover(runtime, claim=fleet.claim)
+    tasks.start_soon(fleet.keep, runtime, name="fleet leases")
+    tasks.start_soon(fleet.listen, name="fleet notify")
+
+
+def _models(
+    settings: Settings, providers: ProviderSettings, session: aiohttp.ClientSession
+) -> tuple[Callable[[str], ModelClient], Callable[[str], Awaitable[ModelWindow]]]:
+    """A client per model (made once), and each model's window."""
+    clients: dict[str, ModelClient] = {}
+
+    def client_for(model: str) -> ModelClient:
+        if model not in clients:
+            clients[model] = make_client(model, providers, session)
+        return clients[model]
+
+    async def window_for(model: str) -> ModelWindow:
+        name = parse_model(model)
+        return await resolve_window(
+            session, name, providers.endpoint(name.provider), settings.model_windows
+        )
+
+    return client_for, window_for
+
+
+def _log_name(settings: Settings) -> str:
+    return where(settings.database_url) if settings.database_url else str(settings.db_path)
 
 
 @asynccontextmanager
@@ -120,7 +167,16 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
     statedir.prepare(settings.home)
     file_limit = edge.raise_file_limit()
     token = ensure_token(settings.home)
-    event_log = await open_store(settings)
+    # Bound before recovery so that engines (a head's MCP tools) know the API's address;
+    # served after it, so that no call finds a thread not yet recovered.
+    listener = _listen(settings.host, settings.port)
+    port = int(listener.getsockname()[1])
+    url = f"http://{settings.host}:{port}"
+    try:
+        event_log, fleet = await _log_and_fleet(settings, url)
+    except BaseException:
+        listener.close()
+        raise
     providers = settings.providers()
     # The gateway's own session: it keeps no cookies (a provider's belong to the CLI that
     # got them, and pass back to it) and leaves bodies as they came.
@@ -128,35 +184,19 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
         aiohttp.ClientSession() as session,
         aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False) as relay,
     ):
-        clients: dict[str, ModelClient] = {}
-
-        def client_for(model: str) -> ModelClient:
-            if model not in clients:
-                clients[model] = make_client(model, providers, session)
-            return clients[model]
-
-        async def window_for(model: str) -> ModelWindow:
-            name = parse_model(model)
-            return await resolve_window(
-                session, name, providers.endpoint(name.provider), settings.model_windows
-            )
-
+        client_for, window_for = _models(settings, providers, session)
         curator = Curator(settings.curator(), client_for, session)
         runtime = Runtime(settings, event_log, engines, curator, client_for, window_for)
         gateway = Gateway(upstream(settings), runtime, relay, admitter=runtime)
         runner: web.AppRunner | None = None
-        # Bound before recovery so that engines (a head's MCP tools) know the API's address;
-        # served after it, so that no call finds a thread not yet recovered.
-        listener = _listen(settings.host, settings.port)
-        port = int(listener.getsockname()[1])
-        url = f"http://{settings.host}:{port}"
+        runtime.fleet = fleet
         runtime.daemon_url = _loopback_url(settings.host, port)
         runtime.daemon_token = token
         runtime.gateway_for = partial(gateway.access, runtime.daemon_url)
         try:
             async with anyio.create_task_group() as tasks:
                 runtime.bind(tasks)
-                await recover(runtime)
+                await _take_up(runtime, fleet, tasks)
                 guard = Guard(token, allowed_hosts(settings, port))
                 gate = edge.Gate(edge.connection_cap(file_limit))
                 runner = web.AppRunner(
@@ -169,7 +209,12 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
                 statedir.write_private(
                     settings.home / DAEMON_FILE, json.dumps({"url": url, "pid": os.getpid()})
                 )
-                log.info("daemon_ready", url=url, db=str(settings.db_path))
+                log.info(
+                    "daemon_ready",
+                    url=url,
+                    db=_log_name(settings),
+                    fleet=None if fleet is None else fleet.me,
+                )
                 notify_systemd(settings, "READY=1")
                 try:
                     yield Daemon(runtime, url, token)

@@ -5,7 +5,8 @@ CondensateError
 ├── EventLogError          the SQLite log refused or failed an operation
 │   ├── UnknownEventVersion   a stored event this version cannot read
 │   ├── UnknownThread
-│   └── EventNotFound
+│   ├── EventNotFound
+│   └── ThreadOwnedElsewhere  another daemon of the fleet holds the thread's lease
 ├── PlanningError          the planner was handed a state it cannot plan from
 ├── Refused                a request the runtime turns down (.code, .status for HTTP)
 └── ProviderError          a model API call failed; ``retryable`` says if trying again may help
@@ -57,6 +58,21 @@ class EventNotFound(EventLogError):
 
 class PlanningError(CondensateError):
     code = "planning-error"
+
+
+class ThreadOwnedElsewhere(EventLogError):
+    """An append to a thread another daemon of the fleet holds (``fleet``)."""
+
+    code = "thread-owned-elsewhere"
+
+    def __init__(self, thread_id: str, owner: str, url: str) -> None:
+        where = f" at {url}" if url else ""
+        super().__init__(
+            f"Thread {thread_id!r} is owned by daemon {owner}{where}; only its owner writes to it."
+        )
+        self.thread_id = thread_id
+        self.owner = owner
+        self.url = url
 
 
 class Refused(CondensateError):

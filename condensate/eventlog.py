@@ -18,7 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
+
+import anyio
 
 from condensate.errors import EventLogError, UnknownEventVersion
 from condensate.events import Event, Stored, decode
@@ -43,6 +46,31 @@ class Snapshot:
     seq: int
     upto: int
     state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Who owns a thread of a log a fleet shares, where it answers, and until when (unless it
+    renews)."""
+
+    owner: str
+    url: str
+    expires_at: datetime
+
+
+class Owners(Protocol):
+    """Who owns the threads of a log a fleet shares (``fleet.Fleet``)."""
+
+    me: str
+    url: str
+
+    async def owner_of(self, thread_id: str) -> Lease | None: ...
+
+    async def owners(self) -> dict[str, Lease]: ...
+
+    def waiter(self, thread_id: str) -> anyio.Event:
+        """Set when the thread's owner next appends."""
+        ...
 
 
 class EventStore(Protocol):

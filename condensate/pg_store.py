@@ -13,16 +13,18 @@ batch in one transaction; triggers that refuse UPDATE, DELETE and TRUNCATE on ev
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import psycopg
 from psycopg import sql
 
-from condensate.errors import EventLogError, EventNotFound
+from condensate.errors import EventLogError, EventNotFound, ThreadOwnedElsewhere
 from condensate.eventlog import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
+    Lease,
     Snapshot,
     TailPage,
     check_batch,
@@ -32,6 +34,10 @@ from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
 
 SCHEMA_VERSION = 1
 TABLES = ("threads", "events", "snapshots")
+"""The log's tables: append-only. ``leases`` is not the log, and changes."""
+CHANNEL = "condensate_events"
+"""Every append NOTIFYs it with the thread's id (``fleet`` wakes tails of threads owned
+elsewhere)."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS condensate_schema (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS threads (
@@ -54,6 +60,12 @@ CREATE TABLE IF NOT EXISTS snapshots (
     upto BIGINT NOT NULL,
     state TEXT NOT NULL,
     PRIMARY KEY (thread_id, seq)
+);
+CREATE TABLE IF NOT EXISTS leases (
+    thread_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    owner_url TEXT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
 );
 CREATE OR REPLACE FUNCTION condensate_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -78,6 +90,26 @@ _INSERT_EVENT = (
 )
 
 
+_HOLD = (
+    "INSERT INTO leases (thread_id, owner, owner_url, expires_at)"
+    " VALUES (%s, %s, %s, now() + make_interval(secs => %s))"
+    " ON CONFLICT (thread_id) DO UPDATE SET owner = EXCLUDED.owner,"
+    " owner_url = EXCLUDED.owner_url, expires_at = EXCLUDED.expires_at"
+    " WHERE leases.owner = EXCLUDED.owner{also}"
+    " RETURNING owner"
+)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The daemon a store appends for: only threads whose lease it holds (or that have none
+    yet, which it then takes)."""
+
+    name: str
+    url: str
+    seconds: float
+
+
 def where(url: str) -> str:
     """The server a URL names, without its password: what error messages show."""
     try:
@@ -89,20 +121,25 @@ def where(url: str) -> str:
 
 
 class PostgresStore:
-    def __init__(self, connection: psycopg.AsyncConnection[Any], url: str) -> None:
+    def __init__(
+        self, connection: psycopg.AsyncConnection[Any], url: str, owner: Owner | None = None
+    ) -> None:
         self._connection = connection
+        self.url = url
         self._where = where(url)
         self._lock = anyio.Lock()
+        self.owner = owner
 
     @classmethod
-    async def connect(cls, url: str) -> PostgresStore:
-        """Connect, and create the schema when the database has none."""
+    async def connect(cls, url: str, owner: Owner | None = None) -> PostgresStore:
+        """Connect, and create the schema when the database has none. With an ``owner``,
+        appends hold the thread's lease for it (``fleet``)."""
         try:
             connection = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
         except psycopg.Error as exc:
             msg = f"Could not connect to the event log at {where(url)}: {exc}".strip()
             raise EventLogError(msg) from exc
-        store = cls(connection, url)
+        store = cls(connection, url, owner)
         await store._prepare()
         return store
 
@@ -153,10 +190,12 @@ class PostgresStore:
 
         async def write(cursor: psycopg.AsyncCursor[Any]) -> int:
             first = await _next_seq(cursor, thread_id)
+            await self._hold(cursor, thread_id)
             await cursor.execute(_INSERT_THREAD, (thread_id, now_utc().isoformat()))
             await cursor.executemany(
                 _INSERT_EVENT, [(thread_id, first + i, *row) for i, row in enumerate(rows)]
             )
+            await cursor.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))
             return first
 
         first = await self._run(f"append {len(rows)} event(s) to thread {thread_id!r}", write)
@@ -170,6 +209,7 @@ class PostgresStore:
 
         async def write(cursor: psycopg.AsyncCursor[Any]) -> int:
             seq = await _next_seq(cursor, thread_id)
+            await self._hold(cursor, thread_id)
             if not 0 <= upto < seq:
                 msg = (
                     f"A snapshot of thread {thread_id!r} cannot cover seq {upto}: "
@@ -261,6 +301,74 @@ class PostgresStore:
 
     async def close(self) -> None:
         await self._connection.close()
+
+    # -- leases (``fleet``) -------------------------------------------------------------------
+
+    async def _hold(self, cursor: psycopg.AsyncCursor[Any], thread_id: str) -> None:
+        """Inside an append: the thread's lease is this store's owner's (taken when the
+        thread has none, and extended), or the append is refused naming who holds it."""
+        owner = self.owner
+        if owner is None:
+            return
+        await cursor.execute(
+            _HOLD.format(also=""), (thread_id, owner.name, owner.url, owner.seconds)
+        )
+        if await cursor.fetchone() is not None:
+            return
+        await cursor.execute(
+            "SELECT owner, owner_url, expires_at FROM leases WHERE thread_id = %s", (thread_id,)
+        )
+        found = await cursor.fetchone()
+        holder = Lease(*found) if found is not None else Lease("nobody", "", now_utc())
+        raise ThreadOwnedElsewhere(thread_id, holder.owner, holder.url)
+
+    async def claim(self, thread_id: str, owner: str, url: str, seconds: float) -> bool:
+        """Take the thread's lease when nobody holds it, its holder let it expire, or it is
+        ``owner``'s already; whether ``owner`` holds it now."""
+
+        async def take(cursor: psycopg.AsyncCursor[Any]) -> bool:
+            await cursor.execute(
+                _HOLD.format(also=" OR leases.expires_at < now()"),
+                (thread_id, owner, url, seconds),
+            )
+            return await cursor.fetchone() is not None
+
+        held: bool = await self._run(f"claim thread {thread_id!r}", take)
+        return held
+
+    async def renew(self, owner: str, seconds: float) -> set[str]:
+        """Extend every lease ``owner`` holds; the threads it still holds."""
+        rows = await self._fetch(
+            f"renew the leases of {owner}",
+            "UPDATE leases SET expires_at = now() + make_interval(secs => %s)"
+            " WHERE owner = %s RETURNING thread_id",
+            (seconds, owner),
+        )
+        return {str(row[0]) for row in rows}
+
+    async def orphans(self) -> list[str]:
+        """Threads whose lease expired, or that never had one, oldest first."""
+        rows = await self._fetch(
+            "list threads without a live lease",
+            "SELECT t.thread_id FROM threads t LEFT JOIN leases l USING (thread_id)"
+            " WHERE l.thread_id IS NULL OR l.expires_at < now() ORDER BY t.created_at",
+            (),
+        )
+        return [str(row[0]) for row in rows]
+
+    async def lease(self, thread_id: str) -> Lease | None:
+        rows = await self._fetch(
+            f"read the lease of thread {thread_id!r}",
+            "SELECT owner, owner_url, expires_at FROM leases WHERE thread_id = %s",
+            (thread_id,),
+        )
+        return Lease(*rows[0]) if rows else None
+
+    async def leases(self) -> dict[str, Lease]:
+        rows = await self._fetch(
+            "read the leases", "SELECT thread_id, owner, owner_url, expires_at FROM leases", ()
+        )
+        return {str(row[0]): Lease(*row[1:]) for row in rows}
 
     async def _fetch(self, action: str, query: str, params: tuple[Any, ...]) -> list[Any]:
         async def read(cursor: psycopg.AsyncCursor[Any]) -> list[Any]:

@@ -5,6 +5,8 @@ engine process that asked is gone."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import structlog
 
 from condensate import approvals
@@ -17,33 +19,46 @@ from condensate.runtime import STOPPED_BY_DAEMON, Runtime, Thread
 log = structlog.get_logger()
 
 
-async def recover(runtime: Runtime) -> list[str]:
-    """Rebuild every thread from the log; report and resume turns a restart cut off, and start
-    a turn for input no turn took up. The ids of the threads resumed."""
+async def recover(
+    runtime: Runtime, claim: Callable[[str], Awaitable[bool]] | None = None
+) -> list[str]:
+    """Rebuild every thread from the log (in a fleet, every thread ``claim`` takes); report
+    and resume turns a restart cut off, and start a turn for input no turn took up. The ids
+    of the threads resumed."""
     resumed: list[str] = []
     for thread_id in await runtime.log.thread_ids():
-        try:
-            thread = await _rebuild(runtime, thread_id)
-        except CondensateError as exc:
-            # One thread the log or its engine cannot bring back must not keep the daemon
-            # (and every other thread) down; it stays in the log, untouched.
-            log.warning("thread_not_recovered", thread=thread_id, error=str(exc), code=exc.code)
+        if claim is not None and not await claim(thread_id):
             continue
-        if thread is None:
-            continue
-        runtime.threads[thread_id] = thread
-        await approvals.deny_pending(
-            runtime, thread, "the daemon restarted before anyone answered; the call did not run"
-        )
-        if await close_cut_off_turn(runtime, thread):
+        if await recover_one(runtime, thread_id):
             resumed.append(thread_id)
-            runtime.start_turn(thread, "resume")
-        elif untaken_input(thread.projection):
-            # Acknowledged (201/202) but killed before its turn started: answer it now.
-            resumed.append(thread_id)
-            runtime.start_turn(thread, "queued")
     log.info("runtime_recovered", threads=len(runtime.threads), resumed=len(resumed))
     return resumed
+
+
+async def recover_one(runtime: Runtime, thread_id: str) -> bool:
+    """One thread back from the log (after a restart, or taken over from a daemon that
+    died); whether a turn was resumed or started for it."""
+    try:
+        thread = await _rebuild(runtime, thread_id)
+    except CondensateError as exc:
+        # One thread the log or its engine cannot bring back must not keep the daemon
+        # (and every other thread) down; it stays in the log, untouched.
+        log.warning("thread_not_recovered", thread=thread_id, error=str(exc), code=exc.code)
+        return False
+    if thread is None:
+        return False
+    runtime.threads[thread_id] = thread
+    await approvals.deny_pending(
+        runtime, thread, "the daemon restarted before anyone answered; the call did not run"
+    )
+    if await close_cut_off_turn(runtime, thread):
+        runtime.start_turn(thread, "resume")
+        return True
+    if untaken_input(thread.projection):
+        # Acknowledged (201/202) but killed before its turn started: answer it now.
+        runtime.start_turn(thread, "queued")
+        return True
+    return False
 
 
 async def _rebuild(runtime: Runtime, thread_id: str) -> Thread | None:

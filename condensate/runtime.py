@@ -36,7 +36,7 @@ from condensate.engine import (
     TurnOutcome,
 )
 from condensate.errors import CondensateError, Refused
-from condensate.eventlog import EventStore
+from condensate.eventlog import EventStore, Owners
 from condensate.events import (
     BaselineMeasured,
     ChildJoined,
@@ -111,6 +111,8 @@ class Thread:
     receipts_at: tuple[int, int] = (-1, -1)
     counting: int = 0
     """Calls whose count the gateway announced and has not logged yet."""
+    released: bool = False
+    """Another daemon of the fleet holds the thread now: nothing more is written for it here."""
 
     def notify(self) -> None:
         self.changed.set()
@@ -158,6 +160,9 @@ class Runtime:
     """The API's address for engines' tools; set by the composition root before ``recover``."""
     daemon_token: str = ""
     gateway_for: Callable[[str], GatewayAccess] | None = None
+    fleet: Owners | None = None
+    """Who owns the threads of a log other daemons share (PostgreSQL); None: this daemon
+    owns every thread in its log."""
     """A thread's way through the daemon's gateway; set by the composition root. None (a
     runtime without an HTTP server): the CLIs call their provider directly."""
     threads: dict[str, Thread] = field(default_factory=dict)
@@ -310,6 +315,20 @@ class Runtime:
             gateway=None if self.gateway_for is None else self.gateway_for(thread_id),
         )
 
+    async def release(self, thread_id: str) -> None:
+        """Another daemon holds the thread now: its turn here is stopped and its engine
+        closed, nothing more is written for it, and this runtime forgets it."""
+        thread = self.threads.pop(thread_id, None)
+        if thread is None:
+            return
+        thread.released = True
+        if thread.turn_scope is not None:
+            thread.turn_scope.cancel()
+        with anyio.move_on_after(INTERRUPT_WAIT_SECONDS, shield=True):
+            if thread.running:
+                await thread.turn_done.wait()
+            await thread.engine.close()
+
     def get(self, thread_id: str) -> Thread:
         thread = self.threads.get(thread_id)
         if thread is None:
@@ -447,27 +466,24 @@ class Runtime:
             thread.turn_scope = None
             try:
                 with anyio.CancelScope(shield=True):
-                    if outcome.reason != STOPPED_BY_DAEMON and outcome.outcome != "completed":
-                        notes += self._closing_results(thread, outcome.reason)
-                        # An approval the ended turn was waiting on can no longer run anything.
-                        await approvals.deny_pending(
-                            self, thread, f"the turn ended ({outcome.reason}) before an answer"
-                        )
-                    await self.append(
-                        thread,
-                        [
-                            *notes,
-                            TurnEnded(
-                                at=self.clock(), outcome=outcome.outcome, reason=outcome.reason
-                            ),
-                        ],
-                    )
+                    if not thread.released:  # else its new owner reports this turn
+                        await self._close_turn(thread, outcome, notes)
             finally:
                 thread.running = False
                 thread.turn_done.set()
         # A stopped or failed turn would stop again on the same input: wait for a new one.
         if outcome.outcome == "completed" and unanswered_input(thread.projection):
             self.start_turn(thread, "queued")
+
+    async def _close_turn(self, thread: Thread, outcome: TurnOutcome, notes: list[Event]) -> None:
+        if outcome.reason != STOPPED_BY_DAEMON and outcome.outcome != "completed":
+            notes = [*notes, *self._closing_results(thread, outcome.reason)]
+            # An approval the ended turn was waiting on can no longer run anything.
+            await approvals.deny_pending(
+                self, thread, f"the turn ended ({outcome.reason}) before an answer"
+            )
+        ended = TurnEnded(at=self.clock(), outcome=outcome.outcome, reason=outcome.reason)
+        await self.append(thread, [*notes, ended])
 
     def _closing_results(self, thread: Thread, why: str) -> list[Event]:
         """An error result for every call the ended turn left open, so the view stays

@@ -35,7 +35,7 @@ from condensate.ceilings import CeilingSettings
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
-from condensate.eventlog import DEFAULT_LIMIT
+from condensate.eventlog import DEFAULT_LIMIT, Lease
 from condensate.events import Engine
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
@@ -188,8 +188,41 @@ async def _json(request: web.Request, *, optional: bool = False) -> Any:
         raise Refused(code="malformed-json", detail=f"The body is not valid JSON: {exc}.") from exc
 
 
-def _thread(request: web.Request) -> Thread:
-    return request.app[RUNTIME].get(request.match_info["thread_id"])
+async def _thread(request: web.Request) -> Thread:
+    """The thread the path names, when this daemon owns it; in a fleet, a thread another
+    daemon owns is refused with 409 naming that daemon."""
+    runtime = request.app[RUNTIME]
+    thread_id = request.match_info["thread_id"]
+    thread = runtime.threads.get(thread_id)
+    if thread is not None:
+        return thread
+    lease = await _elsewhere(runtime, thread_id)
+    if lease is not None:
+        raise Refused(
+            code="thread-owned-elsewhere",
+            status=409,
+            detail=f"Thread {thread_id!r} is owned by daemon {lease.owner} at {lease.url}; "
+            "send this there.",
+        )
+    return runtime.get(thread_id)
+
+
+async def _elsewhere(runtime: Runtime, thread_id: str) -> Lease | None:
+    """The lease of a thread another daemon of the fleet owns, if it is one."""
+    if runtime.fleet is None or thread_id in runtime.threads:
+        return None
+    return await runtime.fleet.owner_of(thread_id)
+
+
+def _owned_elsewhere_json(thread_id: str, lease: Lease, events: int) -> dict[str, Any]:
+    """What any daemon of a fleet says of a thread another one owns."""
+    return {
+        "id": thread_id,
+        "status": "elsewhere",
+        "owner": lease.owner,
+        "ownerUrl": lease.url,
+        "events": events,
+    }
 
 
 def _tokens(bill: Bill) -> dict[str, int]:
@@ -241,6 +274,7 @@ def thread_json(runtime: Runtime, thread: Thread) -> dict[str, Any]:
         "head": thread.spec.head,
         "parent": thread.spec.parent,
         "status": "running" if thread.running else "idle",
+        "owner": None if runtime.fleet is None else runtime.fleet.me,
         "events": view.last_seq,
         "usage": {
             "used": usage.used,
@@ -319,18 +353,29 @@ async def create_thread(request: web.Request) -> web.Response:
 
 
 async def list_threads(request: web.Request) -> web.Response:
+    """This daemon's threads; in a fleet, every other daemon's after them, with their owner."""
     runtime = request.app[RUNTIME]
-    return web.json_response(
-        {"threads": [thread_json(runtime, t) for t in runtime.threads.values()]}
-    )
+    listed = [thread_json(runtime, t) for t in runtime.threads.values()]
+    if runtime.fleet is not None:
+        for thread_id, lease in (await runtime.fleet.owners()).items():
+            if thread_id not in runtime.threads:
+                events = await runtime.log.last_seq(thread_id)
+                listed.append(_owned_elsewhere_json(thread_id, lease, events))
+    return web.json_response({"threads": listed})
 
 
 async def get_thread(request: web.Request) -> web.Response:
-    return web.json_response(thread_json(request.app[RUNTIME], _thread(request)))
+    runtime = request.app[RUNTIME]
+    thread_id = request.match_info["thread_id"]
+    lease = await _elsewhere(runtime, thread_id)
+    if lease is not None:
+        events = await runtime.log.last_seq(thread_id)
+        return web.json_response(_owned_elsewhere_json(thread_id, lease, events))
+    return web.json_response(thread_json(runtime, await _thread(request)))
 
 
 async def send_message(request: web.Request) -> web.Response:
-    thread = _thread(request)
+    thread = await _thread(request)
     body = SendMessage.model_validate(await _json(request))
     runtime = request.app[RUNTIME]
     await _within_line(body.text, thread.spec.model, runtime.usage(thread).line, "message")
@@ -339,7 +384,7 @@ async def send_message(request: web.Request) -> web.Response:
 
 
 async def interrupt(request: web.Request) -> web.Response:
-    thread = _thread(request)
+    thread = await _thread(request)
     Interrupt.model_validate(await _json(request, optional=True))
     if not await request.app[RUNTIME].interrupt(thread):
         raise Refused(
@@ -351,11 +396,11 @@ async def interrupt(request: web.Request) -> web.Response:
 
 
 async def get_approvals(request: web.Request) -> web.Response:
-    return web.json_response({"approvals": approvals.pending(_thread(request))})
+    return web.json_response({"approvals": approvals.pending(await _thread(request))})
 
 
 async def post_approval(request: web.Request) -> web.Response:
-    thread = _thread(request)
+    thread = await _thread(request)
     body = ApprovalAnswer.model_validate(await _json(request))
     stored = await approvals.answer(
         request.app[RUNTIME], thread, body.id, body.decision, reason=body.reason
@@ -379,18 +424,28 @@ def _int(request: web.Request, name: str, default: int) -> int:
 
 
 async def tail(request: web.Request) -> web.Response:
-    """A page of the log; ``wait`` (seconds) long-polls for events after ``after``."""
+    """A page of the log; ``wait`` (seconds) long-polls for events after ``after``. In a
+    fleet any daemon answers for any thread: one another daemon owns is read from the log,
+    and waited on until its owner appends."""
     runtime = request.app[RUNTIME]
-    thread = _thread(request)
+    thread_id = request.match_info["thread_id"]
     after = _int(request, "after", 0)
     limit = _int(request, "limit", DEFAULT_LIMIT)
     history = request.query.get("history", "0") not in ("0", "false", "")
     wait = min(float(_int(request, "wait", 0)), MAX_WAIT)
-    if wait > 0 and thread.projection.last_seq <= after:
-        changed = thread.changed
-        with anyio.move_on_after(wait):
-            await changed.wait()
-    page = await runtime.log.tail(thread.thread_id, after=after, limit=limit, history=history)
+    fleet = runtime.fleet
+    if fleet is not None and await _elsewhere(runtime, thread_id) is not None:
+        changed = fleet.waiter(thread_id)
+        if wait > 0 and await runtime.log.last_seq(thread_id) <= after:
+            with anyio.move_on_after(wait):
+                await changed.wait()
+    else:
+        thread = await _thread(request)
+        if wait > 0 and thread.projection.last_seq <= after:
+            changed = thread.changed
+            with anyio.move_on_after(wait):
+                await changed.wait()
+    page = await runtime.log.tail(thread_id, after=after, limit=limit, history=history)
     return web.json_response(
         {
             "events": [
@@ -404,12 +459,12 @@ async def tail(request: web.Request) -> web.Response:
 
 
 async def get_compact(request: web.Request) -> web.Response:
-    thread = _thread(request)
+    thread = await _thread(request)
     return web.json_response(asks.compaction(request.app[RUNTIME], thread))
 
 
 async def post_compact(request: web.Request) -> web.Response:
-    thread = _thread(request)
+    thread = await _thread(request)
     body = CompactAnswer.model_validate(await _json(request))
     seat = body.seat or request.query.get("seat")
     stored = await asks.answer(

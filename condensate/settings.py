@@ -95,7 +95,11 @@ class Settings(BaseSettings):
     hindsight_bank: str = "condensate"
     database_url: str | None = None
     """A PostgreSQL URL (``postgresql://user@host:port/db``): the event log lives there
-    instead of the SQLite file in ``home``."""
+    instead of the SQLite file in ``home``, and may be shared by a fleet of daemons."""
+    daemon_id: str | None = None
+    """This daemon's name in a fleet (default: its host and state directory)."""
+    lease_seconds: float = Field(default=15.0, ge=1.0, le=3600.0)
+    """How long a daemon of a fleet owns a thread without renewing (every third of it)."""
 
     @property
     def db_path(self) -> Path:
