@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -25,9 +24,7 @@ import structlog
 from condensate import window_step
 from condensate.events import SystemLine
 from condensate.meter import ContextUsage
-
-if TYPE_CHECKING:
-    from condensate.runtime import Runtime, Thread
+from condensate.thread import Services, Thread
 
 log = structlog.get_logger()
 
@@ -53,7 +50,7 @@ def receipts(thread: Thread) -> Mapping[str, str]:
     """Call id -> receipt, for every result the view's cheap tiers cleared. Only a window
     changes it: it is kept until the next one."""
     view = thread.projection
-    key = (view.layout, len(view.windows))
+    key = view.layout
     if thread.receipts_at != key:
         thread.receipts = {
             e.call_id: e.receipt for e in view.entries if e.receipt is not None and e.call_id
@@ -62,7 +59,7 @@ def receipts(thread: Thread) -> Mapping[str, str]:
     return thread.receipts
 
 
-def gate(runtime: Runtime, thread: Thread) -> int | None:
+def gate(runtime: Services, thread: Thread) -> int | None:
     """The request size above which the runtime decides (0: every request, while a session
     restart is on its way; None: never, for a Codex thread whose compaction is handed back
     to Codex)."""
@@ -85,7 +82,7 @@ def _restarting(thread: Thread) -> bool:
     return thread.restart_pending
 
 
-async def admit(runtime: Runtime, thread: Thread, size: int, ids: Sequence[str]) -> Admission:
+async def admit(runtime: Services, thread: Thread, size: int, ids: Sequence[str]) -> Admission:
     """Decide, and log Condensate's own answer as such when the request is not forwarded."""
     decided = await _decide(runtime, thread, size, ids)
     if not decided.forward:
@@ -99,7 +96,7 @@ async def admit(runtime: Runtime, thread: Thread, size: int, ids: Sequence[str])
     return decided
 
 
-async def _decide(runtime: Runtime, thread: Thread, size: int, ids: Sequence[str]) -> Admission:
+async def _decide(runtime: Services, thread: Thread, size: int, ids: Sequence[str]) -> Admission:
     if _restarting(thread):
         return Admission(False, RESTARTING)
     await _caught_up(thread, ids)
@@ -148,5 +145,5 @@ def _ask_text(usage: ContextUsage) -> str:
     )
 
 
-async def _line(runtime: Runtime, thread: Thread, code: str, text: str) -> None:
+async def _line(runtime: Services, thread: Thread, code: str, text: str) -> None:
     await runtime.append(thread, SystemLine(at=runtime.clock(), code=code, text=text))

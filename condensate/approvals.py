@@ -10,34 +10,23 @@ asked is gone).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
+from condensate.engine import Verdict
 from condensate.errors import Refused
 from condensate.eventlog import MAX_LIMIT
 from condensate.events import ApprovalAnswered, ApprovalRequested, Stored
-
-if TYPE_CHECKING:
-    from condensate.runtime import Runtime, Thread
+from condensate.thread import Services, Thread
 
 DEFAULT_WAIT = timedelta(minutes=5)
 Decision = Literal["allow", "deny"]
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What the engine tells its tool: run it, or refuse it with ``reason``."""
-
-    allowed: bool
-    reason: str
-    by: str
-
-
 async def request(
-    runtime: Runtime,
+    runtime: Services,
     thread: Thread,
     *,
     tool: str,
@@ -81,7 +70,7 @@ async def request(
 
 
 async def _answer_of(
-    runtime: Runtime, thread: Thread, approval_id: str, after: int
+    runtime: Services, thread: Thread, approval_id: str, after: int
 ) -> ApprovalAnswered | None:
     """The answer the log holds for ``approval_id``, logged after its request at ``after``;
     the view keeps only what is pending. The turn that asked waits, so few events follow."""
@@ -98,7 +87,7 @@ async def _answer_of(
 
 
 async def answer(
-    runtime: Runtime,
+    runtime: Services,
     thread: Thread,
     approval_id: str,
     decision: Decision,
@@ -125,7 +114,7 @@ async def answer(
     return stored
 
 
-async def deny_pending(runtime: Runtime, thread: Thread, reason: str) -> None:
+async def deny_pending(runtime: Services, thread: Thread, reason: str) -> None:
     """Deny every request still pending (the engine that asked is gone: a restart)."""
     pending = list(thread.projection.approvals)
     if pending:

@@ -5,7 +5,7 @@ operator) or queueing a compaction, and what ``GET /threads/:id/compact`` shows.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
@@ -13,12 +13,10 @@ from condensate.errors import Refused
 from condensate.events import AskAnswered, AskOpened, CompactionRequested, Stored
 from condensate.planner import Ask
 from condensate.preview import Preview, preview
-
-if TYPE_CHECKING:
-    from condensate.runtime import Runtime, Thread
+from condensate.thread import Services, Thread
 
 
-async def open_ask(runtime: Runtime, thread: Thread, ask: Ask) -> None:
+async def open_ask(runtime: Services, thread: Thread, ask: Ask) -> None:
     """Log the ask; its deadline runs in the runtime's task group."""
     event = AskOpened(
         at=runtime.clock(),
@@ -32,7 +30,7 @@ async def open_ask(runtime: Runtime, thread: Thread, ask: Ask) -> None:
     runtime.spawn_task(ask_deadline, runtime, thread, event, name=f"ask {event.ask_id}")
 
 
-async def ask_deadline(runtime: Runtime, thread: Thread, ask: AskOpened) -> None:
+async def ask_deadline(runtime: Services, thread: Thread, ask: AskOpened) -> None:
     """Nobody answered in time: the runtime cuts on its own curator summary, and the engine
     applies the window its own way."""
     await anyio.sleep(max((ask.deadline - runtime.clock()).total_seconds(), 0))
@@ -45,7 +43,7 @@ async def ask_deadline(runtime: Runtime, thread: Thread, ask: AskOpened) -> None
         await thread.engine.apply_window(done.window, thread.projection)
 
 
-def compaction(runtime: Runtime, thread: Thread) -> dict[str, Any]:
+def compaction(runtime: Services, thread: Thread) -> dict[str, Any]:
     """The pending ask, any requested compaction, and a preview of a cut."""
     view = thread.projection
     usage = runtime.usage(thread)
@@ -67,7 +65,7 @@ def compaction(runtime: Runtime, thread: Thread) -> dict[str, Any]:
 
 
 async def answer(
-    runtime: Runtime,
+    runtime: Services,
     thread: Thread,
     *,
     mode: Literal["summary", "microcompact", "decline"],

@@ -12,15 +12,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
+from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from condensate.events import Engine, Event, Stored, Window
 from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.providers import ModelClient
 
-if TYPE_CHECKING:
-    from condensate.approvals import Verdict
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the engine tells its tool: run it, or refuse it with ``reason``."""
+
+    allowed: bool
+    reason: str
+    by: str
 
 
 @dataclass(frozen=True)

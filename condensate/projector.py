@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from condensate import tiers
+from condensate import receipts
 from condensate.events import (
     ApprovalAnswered,
     ApprovalRequested,
@@ -64,7 +64,7 @@ class Entry:
     batch: int = 0
     """For a tool result, the seq of the assistant message that made the call."""
     receipt: str | None = None
-    category: tiers.Category | None = None
+    category: receipts.Category | None = None
     call_id: str = ""
     """For a tool result, the call it answers (kept when the result is cleared)."""
 
@@ -232,7 +232,7 @@ class Projection:
                 self._push(Entry(seq, "assistant", tokens, tokens, event, batch=seq))
             case ToolResult():
                 batch = self._calls.pop(event.call_id, seq)
-                category = event.category or tiers.categorize(event.tool)
+                category = event.category or receipts.categorize(event.tool)
                 self._push(
                     Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
                 )
@@ -353,7 +353,7 @@ class Projection:
         if entry.role != "tool" or entry.receipt is not None or entry.event is None:
             return
         assert isinstance(entry.event, ToolResult)
-        receipt = tiers.receipt(entry.event, entry.seq, entry.full_tokens)
+        receipt = receipts.receipt(entry.event, entry.seq, entry.full_tokens)
         entry.receipt = receipt
         entry.event = None
         self.view_tokens -= entry.tokens

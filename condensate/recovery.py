@@ -14,7 +14,8 @@ from condensate.errors import CondensateError
 from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded
 from condensate.queries import open_calls, spec_of, untaken_input
 from condensate.rebuild import rebuilt
-from condensate.runtime import STOPPED_BY_DAEMON, Runtime, Thread
+from condensate.runtime import STOPPED_BY_DAEMON, Runtime
+from condensate.thread import Thread
 
 log = structlog.get_logger()
 

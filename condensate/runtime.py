@@ -27,7 +27,6 @@ from condensate.curator import Curator, Miss, carry_out
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
-    EngineAdapter,
     EngineEnv,
     Engines,
     GatewayAccess,
@@ -59,6 +58,7 @@ from condensate.projector import Projection
 from condensate.providers import ModelClient
 from condensate.queries import last_text, open_calls, unanswered_input
 from condensate.settings import Settings
+from condensate.thread import Thread
 from condensate.tokens import bare_model, count_event, counter_for, model_text
 from condensate.turn_context import RuntimeTurn
 
@@ -77,46 +77,6 @@ INTERRUPT_GRACE_SECONDS = 1.0
 before the turn is cancelled; the whole interrupt stays within 2 s."""
 INTERRUPT_WAIT_SECONDS = 0.9
 """How long ``interrupt`` then waits for the cancelled turn to end."""
-
-
-@dataclass
-class Thread:
-    """A thread in memory: its spec, its projection and what is running for it."""
-
-    thread_id: str
-    spec: ThreadSpec
-    projection: Projection
-    window: ModelWindow
-    engine: EngineAdapter
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
-    """Held while a window check runs or an answer is recorded."""
-    appending: anyio.Lock = field(default_factory=anyio.Lock)
-    """Held while events are written and folded."""
-    changed: anyio.Event = field(default_factory=anyio.Event)
-    running: bool = False
-    seats: dict[str, str] = field(default_factory=dict)
-    """Seat id -> the engine's own session id, when it has one."""
-    snapshot_at: int = 0
-    turn_done: anyio.Event = field(default_factory=anyio.Event)
-    turn_scope: anyio.CancelScope | None = None
-    """The running turn's scope: cancelling it ends that turn and nothing else."""
-    interrupted: str | None = None
-    """Why the running turn is being interrupted (the operator asked), once it is."""
-    restart_pending: bool = False
-    """A summary or drop was taken for a request the gateway held: until the engine's next
-    session starts, every request of the old one is answered with Condensate's own reply."""
-    over_line: str | None = None
-    """Why the last request the gateway held went on over the line, if it did."""
-    receipts: Mapping[str, str] = field(default_factory=dict)
-    receipts_at: tuple[int, int] = (-1, -1)
-    counting: int = 0
-    """Calls whose count the gateway announced and has not logged yet."""
-    released: bool = False
-    """Another daemon of the fleet holds the thread now: nothing more is written for it here."""
-
-    def notify(self) -> None:
-        self.changed.set()
-        self.changed = anyio.Event()
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
 from condensate.projector import Bill, Projection
 from condensate.providers import parse_model
-from condensate.runtime import Runtime, Thread
+from condensate.runtime import Runtime
+from condensate.thread import Thread
 from condensate.tokens import counter_for
 
 log = structlog.get_logger()

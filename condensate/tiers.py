@@ -1,5 +1,5 @@
-"""What each tier may cut: tool categories, receipts, and the choice of cleared results and of
-a summary's kept range. Pure: no I/O.
+"""What each tier may cut: the choice of cleared results and of a summary's kept range (a
+cleared result's category and receipt are ``receipts``'). Pure: no I/O.
 
 microcompact clears older results of re-readable tools; collapse also clears older action
 results; both leave receipts. Neither touches human messages, small results, the most recent
@@ -13,77 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from condensate.events import ToolResult, UserMessage, Window
+from condensate.receipts import Category, receipt
 from condensate.tokens import estimate
 
 if TYPE_CHECKING:
     from condensate.projector import Entry, Projection
-
-Category = Literal["reread", "action", "control"]
-
-_REREAD = {
-    "read",
-    "read_file",
-    "view",
-    "cat",
-    "search",
-    "grep",
-    "glob",
-    "find",
-    "ls",
-    "list",
-    "list_dir",
-    "list_files",
-    "diff",
-    "git_diff",
-    "webfetch",
-    "web_fetch",
-    "fetch",
-    "notebookread",
-    "view_image",
-    "toolsearch",
-    "tool_search",
-}
-_CONTROL = {
-    "compact_context",
-    "compact_microcompact",
-    "context_usage",
-    "recall",
-    "retain",
-    "memory",
-    "approve",
-    "approval",
-    "request_approval",
-    "request_user_input",
-    "spawn",
-    "join",
-    "task",
-    "agent",
-    "condense",
-    "pin",
-}
-
-
-def categorize(tool: str) -> Category:
-    """A tool's category from its name; unknown tools are actions (only collapse clears them)."""
-    name = tool.rsplit("__", 1)[-1].lower()
-    if name in _CONTROL or any(word in name for word in ("recall", "retain", "approv")):
-        return "control"
-    if name in _REREAD:
-        return "reread"
-    return "action"
-
-
-def receipt(result: ToolResult, seq: int, tokens: int) -> str:
-    """The one line that stands in for a cleared result: tool, argument, size, seq, and how
-    to get it back."""
-    what = f"{result.tool}({result.argument})" if result.argument else result.tool
-    category = result.category or categorize(result.tool)
-    if category == "reread":
-        back = "run it again if you need it"
-    else:
-        back = "failed" if result.is_error else "completed"
-        back = f"the action {back}; rerun or reread to see its effect"
-    return f"[receipt seq {seq}: {what}, {tokens} tokens cleared; {back}]"
 
 
 @dataclass(frozen=True)

@@ -7,24 +7,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from condensate import approvals
-from condensate.approvals import Verdict
-from condensate.engine import Checkpoint, ThreadSpec
+from condensate.engine import Checkpoint, ThreadSpec, Verdict
 from condensate.events import Event, Stored
 from condensate.projector import Projection
 from condensate.providers import ModelClient
-
-if TYPE_CHECKING:
-    from condensate.runtime import Runtime, Thread
+from condensate.thread import Services, Thread
 
 
 @dataclass
 class RuntimeTurn:
     """The TurnContext an engine gets: one thread of the runtime, for one turn."""
 
-    runtime: Runtime
+    runtime: Services
     thread: Thread
 
     @property

@@ -16,8 +16,7 @@ from typing import Any
 from adapters import _child
 from adapters.claude_code import _permissions
 from condensate import mcp
-from condensate.approvals import Verdict
-from condensate.engine import EngineEnv, ThreadSpec
+from condensate.engine import EngineEnv, ThreadSpec, Verdict
 from condensate.providers import parse_model
 
 PINNED_VERSION = "2.1.332"

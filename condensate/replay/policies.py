@@ -18,20 +18,39 @@ windows a ``Run`` takes; ``make_policy`` builds one by name.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from condensate import tiers, window_step
 from condensate.errors import CondensateError, ContextWindowExceeded
-from condensate.events import SystemLine, Window, WindowTrigger
+from condensate.events import Event, Stored, SystemLine, Window, WindowTrigger
 from condensate.meter import ContextUsage, ModelWindow, measure, next_prompt
 from condensate.planner import Ask, Cut
 from condensate.projector import Projection
 from condensate.replay.config import POLICIES, SINGLE_SUMMARY_SHARE, ReplayConfig
+from condensate.replay.recording import Recording
 
-if TYPE_CHECKING:
-    from condensate.replay.runner import Run
+
+class Run(Protocol):
+    """What a policy sees of a replay's run (``runner.Run``): the view, the window and
+    settings, the time, and how windows and lines are taken."""
+
+    view: Projection
+    window: int
+    config: ReplayConfig
+    now: datetime
+    holds: Counter[str]
+    recording: Recording
+
+    def append(self, event: Event) -> Stored: ...
+
+    def take_window(self, window: Window) -> None: ...
+
+    async def curator_summary(self, cut: Cut) -> Window | str: ...
+
+    async def summary_call(self) -> str | None: ...
 
 
 class Policy(Protocol):

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from condensate.events import AssistantMessage, Event, ToolResult, UserMessage, Window
 from condensate.replay.billing import WEIGHTS, Bill, Prices
 from condensate.replay.config import ReplayConfig
 from condensate.replay.recording import Recording
-from condensate.retention import Retention, check
-
-if TYPE_CHECKING:
-    from condensate.replay.runner import Run
+from condensate.retention import Retention
 
 
 @dataclass(frozen=True)
@@ -64,31 +61,6 @@ class PolicyResult:
             "first_overflow_call": self.first_overflow_call,
             "retention": self.retention.to_json(),
         }
-
-
-def _result(run: Run) -> PolicyResult:
-    sent = [c for c in run.calls if not c.refused]
-    limits = [c.limit for c in run.calls]
-    return PolicyResult(
-        policy=run.policy.name,
-        bill=run.main.merged(run.summaries),
-        main=run.main,
-        summaries=run.summaries,
-        calls=run.calls_made,
-        refusals=run.refusals,
-        stopped=tuple(run.stopped),
-        windows=dict(run.windows),
-        summaries_written=run.summaries_written,
-        summary_tokens_max=max(run.summary_tokens, default=0),
-        peak_prompt=max((c.prompt for c in sent), default=0),
-        limit=min(limits, default=run.policy.limit(run)),
-        window=run.window,
-        first_overflow_call=run.first_overflow_call,
-        holds=dict(run.holds),
-        retention=check(run.history, run.view, run.summarized, run.calls),
-        cumulative=tuple(run.cumulative),
-        taken=windows_by_call(e.event for e in run.history),
-    )
 
 
 def windows_by_call(events: Iterable[Event]) -> tuple[tuple[str, int], ...]:

@@ -38,9 +38,9 @@ from condensate.replay.billing import Bill
 from condensate.replay.config import DEFAULT_WINDOW, ReplayConfig
 from condensate.replay.policies import Policy, make_policy
 from condensate.replay.recording import _EPOCH, Recording
-from condensate.replay.report import PolicyResult, Report, _result
+from condensate.replay.report import PolicyResult, Report, windows_by_call
 from condensate.replay.stand_in import FAKE_CURATOR, FAKE_CURATOR_MODEL, stand_in_summary
-from condensate.retention import CallRecord, pair_problems
+from condensate.retention import CallRecord, check, pair_problems
 from condensate.testing.fake_model import FakeModelServer
 from condensate.tokens import Counter as TokenCounter
 from condensate.tokens import bare_model, count_event, counter_for
@@ -326,5 +326,31 @@ async def replay(
                 _fake_model(recording),
             )
             await run.run(progress)
-            results[name] = _result(run)
+            results[name] = result_of(run)
     return Report(recording, config, window, curator_model, results)
+
+
+def result_of(run: Run) -> PolicyResult:
+    """What one policy's run came to."""
+    sent = [c for c in run.calls if not c.refused]
+    limits = [c.limit for c in run.calls]
+    return PolicyResult(
+        policy=run.policy.name,
+        bill=run.main.merged(run.summaries),
+        main=run.main,
+        summaries=run.summaries,
+        calls=run.calls_made,
+        refusals=run.refusals,
+        stopped=tuple(run.stopped),
+        windows=dict(run.windows),
+        summaries_written=run.summaries_written,
+        summary_tokens_max=max(run.summary_tokens, default=0),
+        peak_prompt=max((c.prompt for c in sent), default=0),
+        limit=min(limits, default=run.policy.limit(run)),
+        window=run.window,
+        first_overflow_call=run.first_overflow_call,
+        holds=dict(run.holds),
+        retention=check(run.history, run.view, run.summarized, run.calls),
+        cumulative=tuple(run.cumulative),
+        taken=windows_by_call(e.event for e in run.history),
+    )

@@ -13,8 +13,9 @@ import pytest
 from condensate import approvals
 from condensate.engine import ThreadSpec
 from condensate.events import Engine
-from condensate.runtime import Runtime, Thread
+from condensate.runtime import Runtime
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from condensate.thread import Thread
 from tests.integration.test_runtime import running
 
 

@@ -12,11 +12,12 @@ import anyio
 import pytest
 
 from condensate import approvals
-from condensate.engine import ThreadSpec
+from condensate.engine import ThreadSpec, Verdict
 from condensate.errors import Refused
 from condensate.events import ApprovalAnswered, ApprovalRequested
-from condensate.runtime import Runtime, Thread
+from condensate.runtime import Runtime
 from condensate.testing.fake_model import FakeModelServer, Text
+from condensate.thread import Thread
 from tests.integration.harness import runtime_on
 
 
@@ -36,9 +37,7 @@ async def logged(thread: Thread, runtime: Runtime) -> list[ApprovalRequested | A
     ]
 
 
-async def ask(
-    runtime: Runtime, thread: Thread, wait: timedelta, verdicts: list[approvals.Verdict]
-) -> None:
+async def ask(runtime: Runtime, thread: Thread, wait: timedelta, verdicts: list[Verdict]) -> None:
     verdicts.append(
         await approvals.request(
             runtime, thread, tool="shell", argument="rm -rf build", call_id="c1", wait=wait
@@ -53,7 +52,7 @@ async def test_an_allowed_request_runs_and_both_halves_are_logged(tmp_path):
         fake.queue(Text("ready"))
         async with runtime_on(tmp_path, fake) as runtime:
             thread = await idle_thread(runtime, tmp_path)
-            verdicts: list[approvals.Verdict] = []
+            verdicts: list[Verdict] = []
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(ask, runtime, thread, timedelta(seconds=30), verdicts)
                 with anyio.fail_after(5):
@@ -65,7 +64,7 @@ async def test_an_allowed_request_runs_and_both_halves_are_logged(tmp_path):
                 await approvals.answer(runtime, thread, shown["id"], "allow", reason="fine")
             assert approvals.pending(thread) == []
             requested, answered = await logged(thread, runtime)
-    assert verdicts == [approvals.Verdict(True, "fine", "operator")]
+    assert verdicts == [Verdict(True, "fine", "operator")]
     assert isinstance(requested, ApprovalRequested)
     assert isinstance(answered, ApprovalAnswered)
     assert (answered.decision, answered.by, answered.reason) == ("allow", "operator", "fine")
@@ -77,7 +76,7 @@ async def test_a_denied_request_tells_the_engine_why(tmp_path):
         fake.queue(Text("ready"))
         async with runtime_on(tmp_path, fake) as runtime:
             thread = await idle_thread(runtime, tmp_path)
-            verdicts: list[approvals.Verdict] = []
+            verdicts: list[Verdict] = []
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(ask, runtime, thread, timedelta(seconds=30), verdicts)
                 with anyio.fail_after(5):
@@ -98,7 +97,7 @@ async def test_no_answer_by_the_deadline_denies_the_request(tmp_path):
         fake.queue(Text("ready"))
         async with runtime_on(tmp_path, fake) as runtime:
             thread = await idle_thread(runtime, tmp_path)
-            verdicts: list[approvals.Verdict] = []
+            verdicts: list[Verdict] = []
             with anyio.fail_after(5):
                 await ask(runtime, thread, timedelta(seconds=0.2), verdicts)
             _, answered = await logged(thread, runtime)

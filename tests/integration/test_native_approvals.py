@@ -11,8 +11,9 @@ import anyio
 from condensate import approvals
 from condensate.engine import ThreadSpec
 from condensate.events import ToolResult
-from condensate.runtime import Runtime, Thread
+from condensate.runtime import Runtime
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from condensate.thread import Thread
 from tests.integration.harness import runtime_on
 
 

@@ -23,7 +23,7 @@ from adapters.native_tools import (
     write,
 )
 from adapters.tool_contract import Tool, ToolContext, ToolOutcome
-from condensate.tiers import categorize
+from condensate.receipts import categorize
 
 
 @pytest.fixture

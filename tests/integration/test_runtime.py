@@ -17,9 +17,10 @@ from condensate.engine import EngineFactory, ThreadSpec
 from condensate.errors import Refused
 from condensate.events import ModelUsage, UserMessage, Window, now_utc
 from condensate.planner import Ask, Cut
-from condensate.runtime import Runtime, Thread
+from condensate.runtime import Runtime
 from condensate.sqlite_store import SqliteStore
 from condensate.testing.fake_model import FakeModelServer, Text
+from condensate.thread import Thread
 from tests.integration.harness import runtime_on
 
 

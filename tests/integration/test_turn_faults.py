@@ -23,8 +23,9 @@ from condensate.engine import (
     TurnOutcome,
 )
 from condensate.errors import Refused
-from condensate.runtime import Runtime, Thread
+from condensate.runtime import Runtime
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
+from condensate.thread import Thread
 from tests.integration.test_runtime import running
 
 MODEL = "anthropic:claude-sonnet-4-5"
