@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -121,6 +121,20 @@ def check_batch(thread_id: str, events: Sequence[Event], tokens: Sequence[int]) 
     if len(tokens) != len(events):
         msg = f"A batch of {len(events)} events came with {len(tokens)} token counts."
         raise ValueError(msg)
+
+
+def clamped(limit: int) -> int:
+    """A page size within 1..MAX_LIMIT."""
+    return max(1, min(limit, MAX_LIMIT))
+
+
+def page_of(thread_id: str, rows: Sequence[Any], limit: int, after: int) -> TailPage:
+    """A page from up to ``limit + 1`` rows of (seq, tokens, body): the extra row only says
+    that there is more."""
+    page = [decode_row(thread_id, seq, tokens, body) for seq, tokens, body in rows[:limit]]
+    return TailPage(
+        events=page, next_after=page[-1].seq if page else after, has_more=len(rows) > limit
+    )
 
 
 def decode_row(thread_id: str, seq: int, tokens: int, body: str) -> Stored:

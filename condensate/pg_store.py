@@ -23,12 +23,13 @@ from psycopg import sql
 from condensate.errors import EventLogError, EventNotFound, ThreadOwnedElsewhere
 from condensate.eventlog import (
     DEFAULT_LIMIT,
-    MAX_LIMIT,
     Lease,
     Snapshot,
     TailPage,
     check_batch,
+    clamped,
     decode_row,
+    page_of,
 )
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
 
@@ -233,7 +234,7 @@ class PostgresStore:
     async def tail(
         self, thread_id: str, after: int = 0, limit: int = DEFAULT_LIMIT, history: bool = False
     ) -> TailPage:
-        limit = max(1, min(limit, MAX_LIMIT))
+        limit = clamped(limit)
         if history or after > 0:
             query = (
                 "SELECT seq, tokens, body FROM events WHERE thread_id = %s AND seq > %s"
@@ -251,10 +252,7 @@ class PostgresStore:
         rows = await self._fetch(
             f"read events of thread {thread_id!r} after {after}", query, params
         )
-        page = [decode_row(thread_id, seq, tokens, body) for seq, tokens, body in rows[:limit]]
-        return TailPage(
-            events=page, next_after=page[-1].seq if page else after, has_more=len(rows) > limit
-        )
+        return page_of(thread_id, rows, limit, after)
 
     async def read(self, thread_id: str, seq: int) -> Stored:
         rows = await self._fetch(

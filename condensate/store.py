@@ -21,7 +21,15 @@ from types import TracebackType
 from typing import Any, Self
 
 from condensate.errors import EventLogError, EventNotFound
-from condensate.eventlog import DEFAULT_LIMIT, MAX_LIMIT, Snapshot, TailPage, decode_row
+from condensate.eventlog import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    Snapshot,
+    TailPage,
+    clamped,
+    decode_row,
+    page_of,
+)
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
 from condensate.store_schema import BACKSTOP_PAGES, BUSY_TIMEOUT_MS, SCHEMA_VERSION, prepare
 from condensate.store_wal import Checkpointer
@@ -251,7 +259,7 @@ class EventLog:
         (``after`` 0) without ``history`` starts after the latest snapshot; a reader that
         names where it is (``after`` > 0) gets every event after it, so a follower that falls
         behind a snapshot never loses events."""
-        limit = max(1, min(limit, MAX_LIMIT))
+        limit = clamped(limit)
         if history or after > 0:
             sql = (
                 "SELECT seq, tokens, body FROM events WHERE thread_id = ? AND seq > ?"
@@ -267,12 +275,7 @@ class EventLog:
             )
             params = (thread_id, after, thread_id, limit + 1)
         rows = self._fetch(f"read events of thread {thread_id!r} after seq {after}", sql, params)
-        page = [decode_row(thread_id, seq, tokens, body) for seq, tokens, body in rows[:limit]]
-        return TailPage(
-            events=page,
-            next_after=page[-1].seq if page else after,
-            has_more=len(rows) > limit,
-        )
+        return page_of(thread_id, rows, limit, after)
 
     def read(self, thread_id: str, seq: int) -> Stored:
         """The event at ``seq`` in the thread, upcast to its kind's current version."""
