@@ -37,6 +37,7 @@ from condensate.events import (
     UserMessage,
     Window,
 )
+from condensate.head_tools import COMPACTION_TOOLS, HEAD_TOOLS
 from condensate.projector import Projection
 from condensate.prompt import to_messages
 from condensate.providers import parse_model
@@ -69,21 +70,11 @@ CONTROL_TOOLS: dict[str, ToolSpec] = {
         "child_id, joins the most recently spawned child not yet joined.",
         {"type": "object", "properties": {"child_id": {"type": "string"}}},
     ),
-    "compact_context": ToolSpec(
-        "compact_context",
-        "Replace the earlier part of your context with your own summary. keep_from is the seq "
-        "of the first message to keep verbatim (optional).",
-        {
-            "type": "object",
-            "properties": {"summary": {"type": "string"}, "keep_from": {"type": "integer"}},
-            "required": ["summary"],
-        },
-    ),
-    "compact_microcompact": ToolSpec(
-        "compact_microcompact",
-        "Clear older re-readable tool results (file reads, searches) from your context.",
-        {"type": "object", "properties": {}},
-    ),
+    **{
+        tool["name"]: ToolSpec(tool["name"], tool["description"], tool["schema"])
+        for tool in HEAD_TOOLS
+        if tool["name"] in COMPACTION_TOOLS
+    },
 }
 
 

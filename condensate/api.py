@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from condensate import __version__
+from condensate.events import AskMode
 
 INT64_MAX = 2**63 - 1
 """Integers in a body must fit SQLite's 64 bits; larger ones are refused before validation."""
@@ -47,11 +48,10 @@ class ApprovalAnswer(_Body):
 
 
 class CompactAnswer(_Body):
-    mode: Literal["summary", "microcompact", "decline"]
+    mode: AskMode
     keep_from: int | None = Field(default=None, alias="keepFrom", ge=1, le=INT64_MAX)
     summary: str | None = None
     reason: str = ""
-    seat: str | None = None
     by: Literal["operator", "thread"] = "operator"
 
 
@@ -127,10 +127,6 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
             "overLine": _NULLABLE_STR,
             "costs": {"$ref": "#/components/schemas/Costs"},
             "pendingAsk": {"type": ["object", "null"]},
-            "seats": {
-                "type": "array",
-                "items": _object({"seat": _STR, "session": _NULLABLE_STR}),
-            },
             "children": {"type": "array", "items": _STR},
         }
     ),
@@ -291,7 +287,7 @@ def openapi_document() -> dict[str, Any]:
         },
         "/threads/{thread_id}": {
             "get": {
-                "summary": "Inspect a thread: usage, ceiling, line, pending ask, seats",
+                "summary": "Inspect a thread: usage, ceiling, line, pending ask, costs",
                 "parameters": thread,
                 "responses": {**_ok(200, "the thread", "AnyThread"), **_errors(404)},
             }
@@ -355,15 +351,7 @@ def openapi_document() -> dict[str, Any]:
             },
             "post": {
                 "summary": "Answer the pending ask, or queue a compaction",
-                "parameters": [
-                    *thread,
-                    {
-                        "name": "seat",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "string"},
-                    },
-                ],
+                "parameters": thread,
                 "requestBody": _body(CompactAnswer),
                 "responses": {
                     **_ok(200, "the ask was answered", "CompactAnswered"),

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import anyio
 
 from condensate.errors import Refused
-from condensate.events import AskAnswered, AskOpened, CompactionRequested, Stored
+from condensate.events import AskAnswered, AskMode, AskOpened, CompactionRequested, Stored
 from condensate.planner import Ask
 from condensate.preview import Preview, preview
 from condensate.thread import Services, Thread
@@ -68,26 +68,13 @@ async def answer(
     runtime: Services,
     thread: Thread,
     *,
-    mode: Literal["summary", "microcompact", "decline"],
+    mode: AskMode,
     by: Literal["thread", "operator"],
     keep_from: int | None = None,
     summary: str | None = None,
     reason: str = "",
-    seat: str | None = None,
 ) -> Stored:
     """Answer the pending ask, or with nothing pending queue a compaction."""
-    if len(thread.seats) > 1 and seat is None:
-        raise Refused(
-            code="seat-required",
-            detail="This thread has more than one session; say which with 'seat'.",
-            status=400,
-        )
-    if seat is not None and seat not in thread.seats:
-        raise Refused(
-            code="unknown-seat",
-            detail=f"Thread {thread.thread_id} has no seat {seat!r}.",
-            status=404,
-        )
     async with thread.lock:
         ask = thread.projection.ask
         if ask is not None:
@@ -101,7 +88,6 @@ async def answer(
                     summary=summary,
                     keep_from=keep_from,
                     reason=reason,
-                    seat=seat,
                 ),
             )
         elif mode == "decline":
@@ -118,7 +104,6 @@ async def answer(
                     summary=summary,
                     keep_from=keep_from,
                     reason=reason,
-                    seat=seat,
                 ),
             )
     return stored

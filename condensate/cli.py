@@ -13,7 +13,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import aiohttp
 import anyio
@@ -23,7 +23,7 @@ from condensate.app import engine_checks, open_store, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError
 from condensate.eventlog import EventStore
-from condensate.events import EVENT_TYPES, now_utc
+from condensate.events import EVENT_TYPES, AskMode, now_utc
 from condensate.logs import configure_logging
 from condensate.meter import ModelWindow, measure
 from condensate.pg_store import where
@@ -234,8 +234,6 @@ def cmd_compact(settings: Settings, args: argparse.Namespace) -> int:
         body["summary"] = args.summary
     if args.keep_from is not None:
         body["keepFrom"] = args.keep_from
-    if args.seat is not None:
-        body["seat"] = args.seat
     data = client.call("POST", path, body)
     _emit(args, data, "queued" if data["queued"] else "answered")
     return 0
@@ -402,11 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--history", action="store_true", help="include events before a snapshot")
     compact = command("compact", "show a thread's pending ask and a preview; answer it")
     compact.add_argument("thread")
-    compact.add_argument("--answer", choices=["summary", "microcompact", "decline"])
+    compact.add_argument("--answer", choices=get_args(AskMode))
     compact.add_argument("--summary")
     compact.add_argument("--keep-from", type=int)
     compact.add_argument("--reason", default="")
-    compact.add_argument("--seat")
     _operator_commands(command)
     view = command("view", "rebuild a thread's view and show the planner's next decision")
     view.add_argument("thread")

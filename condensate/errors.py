@@ -76,8 +76,8 @@ class ThreadOwnedElsewhere(EventLogError):
 
 
 class Refused(CondensateError):
-    """A request the runtime turns down: an unknown thread, nothing pending, a missing seat.
-    ``code`` and ``status`` become the HTTP error."""
+    """A request the runtime turns down: an unknown thread, nothing pending, a thread another
+    daemon owns. ``code`` and ``status`` become the HTTP error."""
 
     def __init__(self, *, code: str, detail: str, status: int = 400) -> None:
         super().__init__(detail)

@@ -19,7 +19,12 @@ from condensate.errors import UnknownEventVersion
 Engine = Literal["api", "claude", "codex"]
 WindowKind = Literal["microcompact", "collapse", "summary", "drop"]
 Author = Literal["thread", "operator", "curator", "system"]
-AskMode = Literal["summary", "microcompact", "decline"]
+CheapTier = Literal["microcompact", "collapse"]
+"""The windows that clear results and leave receipts."""
+CompactionMode = Literal["summary", "microcompact"]
+"""What a compaction a head or an operator asks for takes."""
+AskMode = Literal[CompactionMode, "decline"]
+"""How an ask is answered."""
 Answerer = Literal["thread", "operator", "runtime"]
 ToolCategory = Literal["reread", "action", "control"]
 
@@ -211,7 +216,7 @@ class CompactionRequested(_Event):
     """A compaction queued with nothing pending; taken at the next tool boundary or turn."""
 
     kind: Literal["compaction.requested"] = "compaction.requested"
-    mode: Literal["summary", "microcompact"]
+    mode: CompactionMode
     by: Literal["thread", "operator"]
     summary: str | None = None
     keep_from: int | None = None

@@ -24,50 +24,16 @@ import urllib.error
 import urllib.request
 from typing import Any, TextIO
 
+from condensate.head_tools import COMPACT_CONTEXT, COMPACT_MICROCOMPACT, HEAD_TOOLS
+
 PROTOCOL_VERSION = "2025-06-18"
 SERVER_NAME = "condensate"
 TOKEN_ENV = "CONDENSATE_MCP_TOKEN"  # noqa: S105 - the variable's name
 TIMEOUT_SECONDS = 30.0
 
 TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "compact_context",
-        "description": (
-            "Replace the older part of your context with your own summary. Write down "
-            "everything you still need: the task, decisions, files touched, failed attempts "
-            "with their errors, and what is left to do. The compaction happens right after "
-            "this call; your conversation continues from the summary and the recent part."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "summary": {"type": "string", "description": "What matters so far."},
-                "keep_from": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Optional: the log seq from which to keep the context "
-                    "verbatim (see context_usage).",
-                },
-            },
-            "required": ["summary"],
-        },
-    },
-    {
-        "name": "compact_microcompact",
-        "description": (
-            "Clear older tool results you can get again (file reads, searches, diffs) from "
-            "your context, keeping everything else. Cheaper than a summary."
-        ),
-        "inputSchema": {"type": "object", "properties": {}},
-    },
-    {
-        "name": "context_usage",
-        "description": (
-            "How full your context is: tokens used, your line (where Condensate asks you to "
-            "compact), the working ceiling, the model's window, and any pending ask."
-        ),
-        "inputSchema": {"type": "object", "properties": {}},
-    },
+    {"name": t["name"], "description": t["description"], "inputSchema": t["schema"]}
+    for t in HEAD_TOOLS
 ]
 
 
@@ -96,7 +62,7 @@ class Daemon:
 
 def run_tool(daemon: Daemon, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
     """A tool's text result, and whether it is an error."""
-    if name == "compact_context":
+    if name == COMPACT_CONTEXT:
         summary = arguments.get("summary")
         if not isinstance(summary, str) or not summary.strip():
             return "compact_context needs a non-empty 'summary'.", True
@@ -104,7 +70,7 @@ def run_tool(daemon: Daemon, name: str, arguments: dict[str, Any]) -> tuple[str,
         if arguments.get("keep_from") is not None:
             body["keepFrom"] = int(arguments["keep_from"])
         status, answer = daemon.call("POST", "/compact", body)
-    elif name == "compact_microcompact":
+    elif name == COMPACT_MICROCOMPACT:
         status, answer = daemon.call("POST", "/compact", {"mode": "microcompact", "by": "thread"})
     elif name == "context_usage":
         status, answer = daemon.call("GET", "")

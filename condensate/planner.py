@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from condensate import tiers
-from condensate.events import Author, Window, WindowKind, WindowTrigger
+from condensate.events import Author, CheapTier, Window, WindowKind, WindowTrigger
 from condensate.meter import ContextUsage
 from condensate.projector import CANNOT_HELP_CODE, PAUSE_CODE, Projection
 from condensate.tiers import TierSettings
@@ -192,7 +192,7 @@ def plan(
 def _ladder(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Decision:
     protect = view.protect_from
     ran = set(view.tiers_since_summary)
-    cheap: list[Literal["microcompact", "collapse"]] = []
+    cheap: list[CheapTier] = []
     if not ran & {"microcompact", "collapse"}:
         cheap.append("microcompact")
     if "collapse" not in ran:

@@ -22,6 +22,7 @@ from condensate.events import (
     BaselineMeasured,
     ChildJoined,
     ChildSpawned,
+    CompactionMode,
     CompactionRequested,
     Engine,
     EngineNotice,
@@ -132,7 +133,7 @@ class Requested:
     """A compaction the thread or an operator asked for (queued, or an answer to an ask)."""
 
     seq: int
-    mode: Literal["summary", "microcompact"]
+    mode: CompactionMode
     by: Literal["thread", "operator"]
     summary: str | None
     keep_from: int | None

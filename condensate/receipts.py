@@ -5,11 +5,9 @@ receipts as it folds a window; the tiers choose what to clear by category.
 
 from __future__ import annotations
 
-from typing import Literal
+from condensate.events import ToolCategory, ToolResult
 
-from condensate.events import ToolResult
-
-Category = Literal["reread", "action", "control"]
+Category = ToolCategory
 
 _REREAD = {
     "read",

@@ -80,7 +80,6 @@ async def _rebuild(runtime: Runtime, thread_id: str) -> Thread | None:
         await runtime.window_for(spec.model),
         runtime.engines[spec.engine](spec, runtime.engine_env(thread_id)),
     )
-    thread.seats["main"] = ""
     thread.snapshot_at = projection.last_seq
     return thread
 

@@ -316,7 +316,6 @@ class Runtime:
         engine = self.engines[spec.engine](spec, self.engine_env(thread_id))
         window = window or await self.window_for(spec.model)
         thread = Thread(thread_id, spec, Projection(), window, engine)
-        thread.seats["main"] = ""
         self.threads[thread_id] = thread
         created = ThreadCreated(
             at=self.clock(),

@@ -291,9 +291,6 @@ def thread_json(runtime: Runtime, thread: Thread) -> dict[str, Any]:
         "overLine": thread.over_line,
         "costs": costs_json(view),
         "pendingAsk": None if view.ask is None else view.ask.model_dump(mode="json"),
-        "seats": [
-            {"seat": seat, "session": session or None} for seat, session in thread.seats.items()
-        ],
         "children": sorted(view.unjoined),
     }
 
@@ -467,7 +464,6 @@ async def get_compact(request: web.Request) -> web.Response:
 async def post_compact(request: web.Request) -> web.Response:
     thread = await _thread(request)
     body = CompactAnswer.model_validate(await _json(request))
-    seat = body.seat or request.query.get("seat")
     stored = await asks.answer(
         request.app[RUNTIME],
         thread,
@@ -476,7 +472,6 @@ async def post_compact(request: web.Request) -> web.Response:
         keep_from=body.keep_from,
         summary=body.summary,
         reason=body.reason,
-        seat=seat,
     )
     queued = stored.event.kind == "compaction.requested"
     return web.json_response(

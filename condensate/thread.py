@@ -37,8 +37,6 @@ class Thread:
     """Held while events are written and folded."""
     changed: anyio.Event = field(default_factory=anyio.Event)
     running: bool = False
-    seats: dict[str, str] = field(default_factory=dict)
-    """Seat id -> the engine's own session id, when it has one."""
     snapshot_at: int = 0
     turn_done: anyio.Event = field(default_factory=anyio.Event)
     turn_scope: anyio.CancelScope | None = None

@@ -10,9 +10,9 @@ starts on a safe boundary: a user message or the assistant message that opens a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from condensate.events import ToolResult, UserMessage, Window
+from condensate.events import CheapTier, ToolResult, UserMessage, Window
 from condensate.receipts import Category, receipt
 from condensate.tokens import estimate
 
@@ -49,7 +49,7 @@ class Clearing:
 
 def cheap_clearing(
     view: Projection,
-    tier: Literal["microcompact", "collapse"],
+    tier: CheapTier,
     settings: TierSettings,
     protect_from: int | None,
 ) -> Clearing:

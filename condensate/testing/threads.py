@@ -19,6 +19,7 @@ from condensate.events import (
     AssistantMessage,
     ChildJoined,
     ChildSpawned,
+    CompactionMode,
     CompactionRequested,
     Engine,
     Event,
@@ -159,7 +160,7 @@ class ThreadBuilder:
 
     def request(
         self,
-        mode: Literal["summary", "microcompact"] = "summary",
+        mode: CompactionMode = "summary",
         summary: str | None = None,
         keep_from: int | None = None,
         by: Literal["thread", "operator"] = "thread",

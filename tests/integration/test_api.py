@@ -28,7 +28,7 @@ from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, Too
 from tests.integration.daemon import DaemonProcess, call, wait_for
 
 MODEL = "anthropic:claude-sonnet-4-5"
-THREAD_KEYS = {"id", "usage", "ceiling", "line", "pendingAsk", "seats"}
+THREAD_KEYS = {"id", "usage", "ceiling", "line", "pendingAsk", "owner"}
 USAGE_KEYS = {"used", "window", "ceiling", "line", "fraction", "anchored", "resolved"}
 MEDIUM_READS = 250
 BIG_READS = 1_000
@@ -229,7 +229,8 @@ def test_token_file_is_private_and_survives_a_restart(
 async def test_create_answers_201_with_the_thread(
     session: aiohttp.ClientSession, daemon: DaemonProcess, tmp_path: Path
 ) -> None:
-    """POST /threads answers 201 with the thread's id, usage, ceiling, line, ask and seats."""
+    """POST /threads answers 201 with the thread's id, usage, ceiling, line, ask and owner
+    (none: the SQLite log is this daemon's alone)."""
     brief = f"brief {_marker()}: make the tests pass"
     status, body = await call(session, daemon, "POST", "/threads", _body(tmp_path, brief))
     assert status == 201, body
@@ -240,7 +241,7 @@ async def test_create_answers_201_with_the_thread(
     assert body["ceiling"] == body["usage"]["ceiling"]
     assert body["line"] == body["usage"]["line"]
     assert body["pendingAsk"] is None
-    assert body["seats"] == [{"seat": "main", "session": None}]
+    assert body["owner"] is None
     await settled(session, daemon, body["id"])
 
 
@@ -760,19 +761,15 @@ async def test_an_invalid_compact_body_is_422(
     assert f"'{field}'" in answer["detail"]
 
 
-@pytest.mark.parametrize("where", ["body", "query"])
-async def test_an_unknown_seat_is_404(
-    session: aiohttp.ClientSession, daemon: DaemonProcess, medium: str, where: str
+async def test_an_answer_names_no_seat(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, medium: str
 ) -> None:
-    """A seat the thread does not have gets 404 unknown-seat, in the body or the query."""
-    body: dict[str, Any] = {"mode": "microcompact"}
-    path = f"/threads/{medium}/compact"
-    if where == "body":
-        body["seat"] = "nope"
-    else:
-        path += "?seat=nope"
-    status, answer = await call(session, daemon, "POST", path, body)
-    assert_error(status, answer, 404, "unknown-seat")
+    """A thread has one session at a time, so an answer takes no seat: one given is an
+    unknown field, 422 naming it."""
+    body: dict[str, Any] = {"mode": "microcompact", "seat": "main"}
+    status, answer = await call(session, daemon, "POST", f"/threads/{medium}/compact", body)
+    assert_error(status, answer, 422, "invalid-body")
+    assert "seat" in answer["detail"]
 
 
 # -- interrupting ------------------------------------------------------------------------------

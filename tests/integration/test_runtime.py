@@ -1,5 +1,5 @@
-"""The runtime in process, on a real SQLite log and the fake model server: seats and the
-answers a thread with several sessions needs."""
+"""The runtime in process, on a real SQLite log and the fake model server: appends that keep
+the loop running, windows that close an overtaken ask, and checkpoints that wait for counts."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import anyio
-import pytest
 
 from adapters import ENGINES
 from condensate import asks
 from condensate.engine import EngineFactory, ThreadSpec
-from condensate.errors import Refused
 from condensate.events import ModelUsage, UserMessage, Window, now_utc
 from condensate.planner import Ask, Cut
 from condensate.runtime import Runtime
@@ -49,31 +47,6 @@ async def idle_thread(runtime: Runtime, tmp_path: Path) -> Thread:
     with anyio.fail_after(30):
         await thread.turn_done.wait()
     return thread
-
-
-async def test_a_thread_with_several_sessions_needs_a_seat(tmp_path):
-    """With more than one session, an answer without a seat is refused with seat-required;
-    with one it is taken."""
-    async with running(tmp_path) as runtime:
-        thread = await idle_thread(runtime, tmp_path)
-        thread.seats["second"] = "session-b"
-        with pytest.raises(Refused) as refused:
-            await asks.answer(runtime, thread, mode="microcompact", by="operator")
-        stored = await asks.answer(
-            runtime, thread, mode="microcompact", by="operator", seat="second"
-        )
-    assert refused.value.code == "seat-required"
-    assert stored.event.kind == "compaction.requested"
-    assert stored.event.seat == "second"
-
-
-async def test_an_unknown_seat_is_refused(tmp_path):
-    """A seat the thread does not have is refused with unknown-seat."""
-    async with running(tmp_path) as runtime:
-        thread = await idle_thread(runtime, tmp_path)
-        with pytest.raises(Refused) as refused:
-            await asks.answer(runtime, thread, mode="summary", by="operator", seat="nope")
-    assert (refused.value.code, refused.value.status) == ("unknown-seat", 404)
 
 
 async def test_an_append_while_another_os_thread_holds_the_log_keeps_the_loop_running(tmp_path):
