@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-LEASE_SECONDS = 15.0
-
 
 def daemon_id(home: str) -> str:
     """A daemon's name in the fleet: its host and state directory, the same across restarts
@@ -45,7 +43,8 @@ class Fleet:
     store: PostgresStore
     me: str
     url: str
-    seconds: float = LEASE_SECONDS
+    seconds: float
+    """A lease's length (``CONDENSATE_LEASE_SECONDS``)."""
     changed: dict[str, anyio.Event] = field(default_factory=dict)
     """Thread -> an event set when its owner next appends (a tail of a thread owned
     elsewhere waits on it)."""
@@ -94,7 +93,8 @@ class Fleet:
             if thread_id in runtime.threads or not await self.claim(thread_id):
                 continue
             log.info("fleet_thread_taken_over", thread=thread_id, daemon=self.me)
-            if await recover_one(runtime, thread_id):
+            await recover_one(runtime, thread_id)
+            if thread_id in runtime.threads:
                 taken.append(thread_id)
         return taken
 

@@ -34,7 +34,7 @@ from condensate.engine import (
     ThreadSpec,
     TurnOutcome,
 )
-from condensate.errors import CondensateError, Refused
+from condensate.errors import CondensateError, Refused, ThreadOwnedElsewhere
 from condensate.eventlog import EventStore, Owners
 from condensate.events import (
     BaselineMeasured,
@@ -157,7 +157,13 @@ class Runtime:
         # would leave the view behind the log.
         async with thread.appending:
             with anyio.CancelScope(shield=True):
-                stored = await self._write_and_fold(thread, batch)
+                try:
+                    stored = await self._write_and_fold(thread, batch)
+                except ThreadOwnedElsewhere:
+                    # Another daemon of the fleet took the thread: nothing more is written
+                    # for it here (the fleet's next round closes its engine).
+                    thread.released = True
+                    raise
         thread.notify()
         return stored
 

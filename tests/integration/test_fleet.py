@@ -6,6 +6,7 @@ every view equal to a full replay of the log."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -168,3 +169,42 @@ async def test_a_killed_daemons_threads_are_taken_over_within_the_lease(
     await anyio.sleep(LEASE)
     assert await owner(fleet, fleet.a, taken) == b_name
     assert rows(fleet.url, taken) == logged
+
+
+async def test_a_frozen_daemon_that_lost_its_thread_writes_nothing_to_it_when_it_wakes(
+    fleet: Fleet, fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """A is frozen (SIGSTOP) while its thread's model call streams; B takes the thread over
+    and finishes the turn. A, woken (SIGCONT), finds the lease gone (at its next round, or at
+    its next append, which is refused) and lets the thread go: nothing of its stale reply
+    reaches the log, and it answers for the thread as B's."""
+    fake.queue(Slow(Text("stale reply " * 20), chunk_delay=0.3, chunks=20), model=SLOW)
+    fake.queue(Text("finished on b"), model=SLOW)
+    taken = await create(fleet, fleet.a, SLOW, tmp_path / "w1")
+    with anyio.fail_after(10):
+        while not [r for r in fake.requests if r.model == SLOW]:  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+    a_name = await owner(fleet, fleet.a, taken)
+    assert fleet.a.process is not None
+    fleet.a.process.send_signal(signal.SIGSTOP)
+    try:
+        b_name = None
+        with anyio.fail_after(LEASE * 3 + 10):
+            while b_name is None or b_name == a_name:
+                await anyio.sleep(0.1)
+                b_name = await owner(fleet, fleet.b, taken)
+        await wait_for(
+            fleet.session,
+            fleet.b,
+            taken,
+            lambda e: e["kind"] == "turn.ended" and e.get("outcome") == "completed",
+        )
+    finally:
+        fleet.a.process.send_signal(signal.SIGCONT)
+    settled = rows(fleet.url, taken)
+    await anyio.sleep(8.0)  # past A's stale stream and its next round
+    assert rows(fleet.url, taken) == settled
+    _, seen = await call(fleet.session, fleet.a, "GET", f"/threads/{taken}")
+    assert (seen["status"], seen["owner"]) == ("elsewhere", b_name)
+    _, page = await call(fleet.session, fleet.b, "GET", f"/threads/{taken}/tail?history=1")
+    assert not [e for e in page["events"] if "stale reply" in str(e.get("text"))]
