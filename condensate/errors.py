@@ -4,10 +4,8 @@ CondensateError
 ├── ConfigError            a CONDENSATE_* setting is unusable; the message names it
 ├── EventLogError          the SQLite log refused or failed an operation
 │   ├── UnknownEventVersion   a stored event this version cannot read
-│   ├── UnknownThread
 │   ├── EventNotFound
 │   └── ThreadOwnedElsewhere  another daemon of the fleet holds the thread's lease
-├── PlanningError          the planner was handed a state it cannot plan from
 ├── Refused                a request the runtime turns down (.code, .status for HTTP)
 └── ProviderError          a model API call failed; ``retryable`` says if trying again may help
     ├── ContextWindowExceeded  the provider refused the prompt as too long (.tokens, .limit)
@@ -48,16 +46,8 @@ class UnknownEventVersion(EventLogError):
     code = "unknown-event-version"
 
 
-class UnknownThread(EventLogError):
-    code = "unknown-thread"
-
-
 class EventNotFound(EventLogError):
     code = "event-not-found"
-
-
-class PlanningError(CondensateError):
-    code = "planning-error"
 
 
 class ThreadOwnedElsewhere(EventLogError):

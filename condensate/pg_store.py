@@ -111,6 +111,28 @@ class Owner:
     seconds: float
 
 
+IDLE_IN_TRANSACTION_MS = 5_000
+"""A session idle inside a transaction this long is ended by the server: a daemon frozen
+mid-append (SIGSTOP, a VM paused) must not hold its thread's lease row, and so its takeover,
+for longer. Condensate's own transactions never wait on anything but the database."""
+LOCK_TIMEOUT_MS = 10_000
+"""A statement waits at most this long for a row lock, then fails (and is tried again)."""
+SESSION_OPTIONS = (
+    f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+    f" -c lock_timeout={LOCK_TIMEOUT_MS}"
+)
+
+
+async def _connect(url: str) -> psycopg.AsyncConnection[Any]:
+    try:
+        return await psycopg.AsyncConnection.connect(
+            url, connect_timeout=10, options=SESSION_OPTIONS
+        )
+    except psycopg.Error as exc:
+        msg = f"Could not connect to the event log at {where(url)}: {exc}".strip()
+        raise EventLogError(msg) from exc
+
+
 def where(url: str) -> str:
     """The server a URL names, without its password: what error messages show."""
     try:
@@ -135,12 +157,7 @@ class PostgresStore:
     async def connect(cls, url: str, owner: Owner | None = None) -> PostgresStore:
         """Connect, and create the schema when the database has none. With an ``owner``,
         appends hold the thread's lease for it (``fleet``)."""
-        try:
-            connection = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
-        except psycopg.Error as exc:
-            msg = f"Could not connect to the event log at {where(url)}: {exc}".strip()
-            raise EventLogError(msg) from exc
-        store = cls(connection, url, owner)
+        store = cls(await _connect(url), url, owner)
         await store._prepare()
         return store
 
@@ -170,6 +187,10 @@ class PostgresStore:
         """``work(cursor)`` in one transaction, one at a time; a database error becomes an
         EventLogError naming what was being done and where."""
         async with self._lock:
+            if self._connection.closed or self._connection.broken:
+                # The server ended the session (a restart, a freeze past the idle timeout):
+                # a new one, and this operation runs on it.
+                self._connection = await _connect(self.url)
             try:
                 async with self._connection.transaction(), self._connection.cursor() as cursor:
                     return await work(cursor)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from condensate.events import AssistantMessage, Stored, ToolCall, ToolResult, UserMessage
+from condensate.events import Stored, ToolCall, ToolResult, UserMessage
 from condensate.projector import Projection
 from condensate.providers.types import Message, ToolOutput, ToolUse
 from condensate.render import render_window
@@ -249,8 +249,3 @@ def call_files(call: ToolCall) -> list[str]:
         if isinstance(value, str) and value:
             out.append(value)
     return out
-
-
-def assistant_files(message: AssistantMessage) -> list[str]:
-    """Paths the calls of an assistant message name for file tools."""
-    return [path for call in message.tool_calls for path in call_files(call)]

@@ -56,11 +56,6 @@ def usage_of(params: dict[str, Any]) -> dict[str, int] | None:
     return {k: int(v or 0) for k, v in usage.items()}
 
 
-def context_window_of(params: dict[str, Any]) -> int | None:
-    window = (params.get("tokenUsage") or {}).get("modelContextWindow")
-    return int(window) if window else None
-
-
 def is_overflow(error: dict[str, Any] | None) -> bool:
     """A turn error that says the prompt did not fit the model's window."""
     return bool(error) and (error or {}).get("codexErrorInfo") == "contextWindowExceeded"

@@ -108,7 +108,6 @@ class Run:
     summary_tokens: list[int] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
     holds: Counter[str] = field(default_factory=Counter)
-    misses: int = 0
     refusals: int = 0
     first_overflow_call: int | None = None
     cumulative: list[float] = field(default_factory=list)
@@ -221,8 +220,6 @@ class Run:
         result = await self.curator.summarize(self.view, cut, self.curator.settings.model or "")
         if not isinstance(result, Miss):
             self.summaries.add(result.usage)
-        else:
-            self.misses += 1
         window = carry_out(cut, result, self.view.last_seq, self.now)
         if window is None:
             return result.reason if isinstance(result, Miss) else "no summary"

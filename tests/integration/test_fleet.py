@@ -73,6 +73,18 @@ def rows(url: str, thread: str) -> list[tuple[int, str]]:
     return [(int(seq), str(kind)) for seq, kind in found]
 
 
+def slow_calls(fake: FakeModelServer) -> int:
+    return len([r for r in fake.requests if r.model == SLOW])
+
+
+async def slow_call_sent(fake: FakeModelServer, before: int) -> None:
+    """Wait until the fake has the thread's slow call (the module's fake keeps every
+    earlier test's requests)."""
+    with anyio.fail_after(10):
+        while slow_calls(fake) <= before:  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+
+
 async def owner(fleet: Fleet, on: DaemonProcess, thread: str) -> Any:
     _, shown = await call(fleet.session, on, "GET", f"/threads/{thread}")
     return shown.get("owner")
@@ -122,13 +134,12 @@ async def test_a_killed_daemons_threads_are_taken_over_within_the_lease(
     fake.queue(Slow(Text("never finished " * 20), chunk_delay=0.5, chunks=20), model=SLOW)
     fake.queue(Text("finished on b"), model=SLOW)
     fake.queue(Text("b's own"), model=QUICK)
+    before_calls = slow_calls(fake)
     taken = await create(fleet, fleet.a, SLOW, tmp_path / "w1")
     own = await create(fleet, fleet.b, QUICK, tmp_path / "w2")
     await wait_for(fleet.session, fleet.b, own, lambda e: e["kind"] == "turn.ended")
     await wait_for(fleet.session, fleet.a, taken, lambda e: e["kind"] == "turn.started")
-    with anyio.fail_after(10):
-        while not [r for r in fake.requests if r.model == SLOW]:  # noqa: ASYNC110
-            await anyio.sleep(0.05)
+    await slow_call_sent(fake, before_calls)
     before = rows(fleet.url, taken)
     a_name = await owner(fleet, fleet.a, taken)
 
@@ -180,10 +191,9 @@ async def test_a_frozen_daemon_that_lost_its_thread_writes_nothing_to_it_when_it
     reaches the log, and it answers for the thread as B's."""
     fake.queue(Slow(Text("stale reply " * 20), chunk_delay=0.3, chunks=20), model=SLOW)
     fake.queue(Text("finished on b"), model=SLOW)
+    before_calls = slow_calls(fake)
     taken = await create(fleet, fleet.a, SLOW, tmp_path / "w1")
-    with anyio.fail_after(10):
-        while not [r for r in fake.requests if r.model == SLOW]:  # noqa: ASYNC110
-            await anyio.sleep(0.05)
+    await slow_call_sent(fake, before_calls)
     a_name = await owner(fleet, fleet.a, taken)
     assert fleet.a.process is not None
     fleet.a.process.send_signal(signal.SIGSTOP)

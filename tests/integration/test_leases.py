@@ -4,15 +4,17 @@ refused at its next write, naming the new owner."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import anyio
+import psycopg
 import pytest
 
 from condensate.errors import ThreadOwnedElsewhere
 from condensate.events import UserMessage
-from condensate.pg_store import Owner, PostgresStore
+from condensate.pg_store import IDLE_IN_TRANSACTION_MS, SESSION_OPTIONS, Owner, PostgresStore
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 SHORT = 1.0
@@ -74,3 +76,31 @@ async def test_renewing_keeps_a_lease_past_its_first_term(stores) -> None:
         await anyio.sleep(SHORT / 2)
         assert await a.renew("a", SHORT) == {"t"}
     assert not await b.claim("t", "b", "http://b", SHORT)
+
+
+async def test_a_holder_frozen_inside_a_transaction_blocks_a_claim_only_briefly(
+    stores, postgres_url: str
+) -> None:
+    """A daemon frozen mid-append holds its lease row locked; the server ends its session
+    after IDLE_IN_TRANSACTION_MS, so the claim that waited goes through."""
+    a, b = stores
+    await say(a, "mine")
+    frozen = await psycopg.AsyncConnection.connect(postgres_url, options=SESSION_OPTIONS)
+    try:
+        await frozen.execute("SELECT 1 FROM leases WHERE thread_id = 't' FOR UPDATE")
+        await anyio.sleep(SHORT + 0.3)  # the lease lapses; the row stays locked
+        started = time.monotonic()
+        with anyio.fail_after(IDLE_IN_TRANSACTION_MS / 1000 + 5):
+            assert await b.claim("t", "b", "http://b", SHORT)
+        assert time.monotonic() - started <= IDLE_IN_TRANSACTION_MS / 1000 + 2
+        assert frozen.broken or frozen.closed or await _ended(frozen)
+    finally:
+        await frozen.close()
+
+
+async def _ended(connection: psycopg.AsyncConnection[object]) -> bool:
+    try:
+        await connection.execute("SELECT 1")
+    except psycopg.Error:
+        return True
+    return False
