@@ -249,10 +249,14 @@ class Gateway:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
         call = _Call(grant, api, None, session=session_of(request.headers))
         if request.method == "POST" and tail in MEASURED_PATHS[api]:
-            if self._surely_under(call, body):
+            admitter, thread = self.admitter, grant.thread_id
+            # Asked once: the bound and the measurement both decide against them.
+            shown = admitter.receipts(thread) if admitter is not None else {}
+            gate = admitter.gate(thread) if admitter is not None else None
+            if self._surely_under(call, body, shown, gate):
                 call.later = call.own = body
             elif (document := _json_object(body)) is not None:
-                admitted = await self._admit(call, document, body)
+                admitted = await self._admit(call, document, body, shown, gate)
                 if isinstance(admitted, web.Response):
                     return admitted
                 body = admitted
@@ -277,16 +281,14 @@ class Gateway:
             log.warning("gateway_upstream_failed", url=url, error=str(exc))
             return _error(api, 502, "upstream-unreachable", detail)
 
-    def _surely_under(self, call: _Call, body: bytes) -> bool:
+    def _surely_under(
+        self, call: _Call, body: bytes, shown: Mapping[str, str], gate: int | None
+    ) -> bool:
         """Whether the request can go on before it is parsed: nothing in it is to be
-        replaced, and its bytes bound it under the gate (``bound``), or no gate applies."""
-        thread = call.grant.thread_id
-        admitter = self.admitter
-        if admitter is None:
-            return True
-        if admitter.receipts(thread):
+        replaced (``shown``, the view's receipts), and its bytes bound it under the gate
+        (``bound``), or no gate applies."""
+        if shown:
             return False
-        gate = admitter.gate(thread)
         if gate is None:
             return True
         model = leading_model(body)
@@ -300,16 +302,19 @@ class Gateway:
         return f"{call.grant.thread_id}.{call.grant.session}.{model}"
 
     async def _admit(
-        self, call: _Call, document: Mapping[str, Any], body: bytes
+        self,
+        call: _Call,
+        document: Mapping[str, Any],
+        body: bytes,
+        shown: Mapping[str, str],
+        gate: int | None,
     ) -> bytes | web.Response:
-        """The body to forward (with the view's receipts in place of cleared results), or
-        Condensate's own reply when the runtime ends the CLI's turn instead."""
+        """The body to forward (with the view's receipts, ``shown``, in place of cleared
+        results), or Condensate's own reply when the runtime ends the CLI's turn instead."""
         thread = call.grant.thread_id
         admitter = self.admitter
-        shown = admitter.receipts(thread) if admitter is not None else {}
         projected, replaced = with_receipts(call.api, document, shown)
         size = self._measure(call, projected)
-        gate = admitter.gate(thread) if admitter is not None else None
         if admitter is not None and gate is not None and size > gate:
             verdict = await admitter.admit(thread, size, result_ids(call.api, projected))
             if not verdict.forward:
