@@ -109,11 +109,11 @@ async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterat
         os.close(lock)
 
 
-async def open_store(settings: Settings, owner: Owner | None = None) -> EventStore:
-    """The event log the settings name: PostgreSQL at ``CONDENSATE_DATABASE_URL`` (appending
-    for ``owner``, a daemon of a fleet), else the SQLite file in the state directory."""
+async def open_store(settings: Settings) -> EventStore:
+    """The event log the settings name, to read it (and, outside a daemon, write it):
+    PostgreSQL at ``CONDENSATE_DATABASE_URL``, else the SQLite file in the state directory."""
     if settings.database_url:
-        return await PostgresStore.connect(settings.database_url, owner)
+        return await PostgresStore.connect(settings.database_url)
     return SqliteStore.open(settings.db_path)
 
 
@@ -158,7 +158,8 @@ def _models(
     return client_for, window_for
 
 
-def _log_name(settings: Settings) -> str:
+def log_name(settings: Settings) -> str:
+    """Where the settings' event log is, as messages name it (no password)."""
     return where(settings.database_url) if settings.database_url else str(settings.db_path)
 
 
@@ -212,7 +213,7 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
                 log.info(
                     "daemon_ready",
                     url=url,
-                    db=_log_name(settings),
+                    db=log_name(settings),
                     fleet=None if fleet is None else fleet.me,
                 )
                 notify_systemd(settings, "READY=1")

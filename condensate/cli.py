@@ -19,14 +19,13 @@ import aiohttp
 import anyio
 
 from condensate import __version__, statedir
-from condensate.app import engine_checks, open_store, serve
+from condensate.app import engine_checks, log_name, open_store, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError
 from condensate.eventlog import EventStore
 from condensate.events import EVENT_TYPES, AskMode, now_utc
 from condensate.logs import configure_logging
 from condensate.meter import ModelWindow, measure
-from condensate.pg_store import where
 from condensate.planner import Cut, HoldBack, Stop, plan
 from condensate.providers import make_client
 from condensate.rebuild import rebuilt
@@ -65,9 +64,7 @@ def _read(
 
 
 def _where(settings: Settings, args: argparse.Namespace) -> str:
-    if args.db:
-        return str(args.db)
-    return where(settings.database_url) if settings.database_url else str(settings.db_path)
+    return str(args.db) if args.db else log_name(settings)
 
 
 def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:

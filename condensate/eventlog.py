@@ -62,7 +62,6 @@ class Owners(Protocol):
     """Who owns the threads of a log a fleet shares (``fleet.Fleet``)."""
 
     me: str
-    url: str
 
     async def owner_of(self, thread_id: str) -> Lease | None: ...
 

@@ -29,13 +29,3 @@ def _folded(snapshot: Snapshot | None, events: Iterable[Stored]) -> Projection:
     for stored in events:
         projection.apply(stored)
     return projection
-
-
-def checkpoint(log: EventLog, projection: Projection) -> int:
-    """Save the projection as the thread's latest snapshot; returns the seq it covers.
-
-    The snapshot event itself comes after ``upto``; folding it later changes nothing."""
-    upto = projection.last_seq
-    stored = log.save_snapshot(projection.thread_id, upto, projection.to_json())
-    projection.apply(stored)
-    return upto
