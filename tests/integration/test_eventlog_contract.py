@@ -180,7 +180,9 @@ async def test_a_v1_usage_row_is_read_upcast_to_v2(backend: Backend) -> None:
         " VALUES (%s, 1, 'model.usage', 1, %s, 0, %s)",
         ("t", body["at"], json.dumps(body)),
     )
-    for stored in [await backend.store.read("t", 1), (await backend.store.events("t"))[0]]:
+    store = backend.store
+    read = [await store.read("t", 1), (await store.tail("t")).events[0], *await store.events("t")]
+    for stored in read:
         event = stored.event
         assert isinstance(event, ModelUsage)
         assert (event.v, event.input, event.cache_read, event.output) == (2, 40, 60, 5)

@@ -447,27 +447,6 @@ def test_replacing_a_thread_row_is_silently_ignored(log: EventLog, raw: sqlite3.
 # Versions
 
 
-def test_a_v1_usage_row_is_read_as_v2(log: EventLog, raw: sqlite3.Connection) -> None:
-    """A model.usage v1 row written by old code reads back upcast to v2."""
-    _insert_raw(
-        raw,
-        "t",
-        1,
-        {
-            "kind": "model.usage",
-            "v": 1,
-            "at": "2024-06-01T00:00:00Z",
-            "input_tokens": 100,
-            "cached_tokens": 60,
-            "output_tokens": 5,
-        },
-    )
-    for stored in (log.read("t", 1), log.tail("t").events[0], next(log.replay("t"))):
-        event = stored.event
-        assert isinstance(event, ModelUsage)
-        assert (event.v, event.input, event.cache_read, event.output) == (2, 40, 60, 5)
-
-
 @pytest.mark.parametrize(
     ("body", "match"),
     [
