@@ -47,7 +47,7 @@ from adapters.claude_code import _cli as claude_cli
 from adapters.claude_code._translate import unprompted
 from adapters.codex import _cli as codex_cli
 from adapters.codex._rpc import AppServer
-from condensate.engine import EngineEnv, ThreadSpec
+from condensate.engine import EngineEnv, EngineSettings, ThreadSpec
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import DaemonProcess, call
 
@@ -73,16 +73,15 @@ def machine(engine: str, binary: str) -> dict[str, Any]:
     }
 
 
-def engine_env(work: Path, fake_url: str, binary: str) -> EngineEnv:
+def engine_env(work: Path, fake_url: str, own: EngineSettings) -> EngineEnv:
     return EngineEnv(
         home=work,
         thread_id="direct",
         anthropic_base_url=fake_url,
         anthropic_api_key="sk-bench",
-        claude_binary=binary,
         openai_base_url=f"{fake_url}/v1",
         openai_api_key="sk-bench",
-        codex_binary=binary,
+        settings=own,
     )
 
 
@@ -119,7 +118,8 @@ class DirectClaude:
         config = self.work / "direct-claude"
         config.mkdir(mode=0o700)
         spec = ThreadSpec("claude", MODELS["claude"], str(self.work), BRIEF)
-        env = engine_env(self.work, self.fake_url, self.binary)
+        own = claude_cli.ClaudeSettings(claude_binary=self.binary)
+        env = engine_env(self.work, self.fake_url, own)
         args = claude_cli.command(
             self.binary, spec, resume=None, fork_at=None, new_session=self.session
         )
@@ -168,7 +168,9 @@ class DirectCodex:
     async def start(self) -> None:
         home = self.work / "direct-codex"
         spec = ThreadSpec("codex", MODELS["codex"], str(self.work), BRIEF)
-        env = engine_env(self.work, self.fake_url, self.binary)
+        env = engine_env(
+            self.work, self.fake_url, codex_cli.CodexSettings(codex_binary=self.binary)
+        )
         await asyncio.to_thread(codex_cli.prepare_home, self.binary, spec, env, home)
         process = await _child.spawn(
             codex_cli.command(self.binary),

@@ -85,7 +85,9 @@ from adapters.codex._rpc import AppServer
 from benchmarks.planner_scale import code_file, ident, prose, sentence
 from benchmarks.tasks import BRIEF, MODULES, STEERS, failing_run, passing_run
 from condensate.ceilings import CeilingSettings, working_ceiling
-from condensate.engine import EngineEnv, ThreadSpec
+from condensate.engine import EngineEnv, EngineSettings, ThreadSpec
+from condensate.engines import installed, profile
+from condensate.planner import PlannerSettings
 from condensate.replay import WEIGHTS
 from condensate.testing.fake_model import Call, Reply, Text, ToolCalls, reply_to_json
 from condensate.testing.fake_model._accounting import (
@@ -645,17 +647,15 @@ class ArmRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def engine_env(work: Path, url: str, binary: str, *, codex_windowing: bool) -> EngineEnv:
+def engine_env(work: Path, url: str, own: EngineSettings) -> EngineEnv:
     return EngineEnv(
         home=work,
         thread_id="cli-alone",
         anthropic_base_url=url,
         anthropic_api_key="sk-bench",
-        claude_binary=binary,
         openai_base_url=f"{url}/v1",
         openai_api_key="sk-bench",
-        codex_binary=binary,
-        codex_windowing=codex_windowing,
+        settings=own,
     )
 
 
@@ -674,7 +674,7 @@ class AloneClaude:
         config = self.state / "claude-alone"
         config.mkdir(mode=0o700)
         spec = ThreadSpec("claude", MODELS["claude"], str(self.work), "")
-        env = engine_env(self.state, self.url, self.binary, codex_windowing=True)
+        env = engine_env(self.state, self.url, claude_cli.ClaudeSettings(claude_binary=self.binary))
         environment = claude_cli.environment(config, env)
         environment.pop("DISABLE_AUTO_COMPACT")
         args = claude_cli.command(
@@ -729,7 +729,8 @@ class AloneCodex:
     async def start(self) -> None:
         home = self.state / "codex-alone"
         spec = ThreadSpec("codex", MODELS["codex"], str(self.work), "")
-        env = engine_env(self.state, self.url, self.binary, codex_windowing=False)
+        own = codex_cli.CodexSettings(codex_binary=self.binary, codex_windowing=False)
+        env = engine_env(self.state, self.url, own)
         await asyncio.to_thread(codex_cli.prepare_home, self.binary, spec, env, home)
         config = (home / "config.toml").read_text()
         assert "model_catalog_json" not in config, config
@@ -1030,7 +1031,9 @@ def figures(arm: Arm, run: ArmRun, ceiling: int, wall: float) -> dict[str, Any]:
 
 
 def default_ceiling(engine: Engine) -> int:
-    return working_ceiling(engine, WINDOWS[engine], CeilingSettings())
+    info = installed()[engine]
+    shaped = profile(info, CeilingSettings(), PlannerSettings(), info.settings.model_construct())
+    return working_ceiling(WINDOWS[engine], shaped.ceilings)
 
 
 @dataclass(frozen=True)

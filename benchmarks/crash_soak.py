@@ -47,6 +47,7 @@ if __package__ in (None, ""):
 from benchmarks import soak_checks as checks
 from benchmarks.soak_driver import MODELS, Ack, Driver
 from condensate.ceilings import CeilingSettings
+from condensate.engines import installed, profile
 from condensate.settings import Settings
 
 BOUNDARIES = (
@@ -92,13 +93,16 @@ def daemon_env(binaries: dict[str, str]) -> dict[str, str]:
     }
 
 
-def ceiling_settings(home: Path) -> CeilingSettings:
-    return Settings(
-        home=home,
-        window_ceiling_pi=CEILING_PI,
-        window_ceiling_claude=CEILING_CLAUDE,
-        output_reserve=RESERVE,
-    ).ceilings()
+def ceiling_settings(home: Path) -> dict[str, CeilingSettings]:
+    """Each engine's ceilings as the soak's daemon runs it (its caps, its reserve)."""
+    base = Settings(home=home, output_reserve=RESERVE)
+    caps = {"window_ceiling_pi": CEILING_PI, "window_ceiling_claude": CEILING_CLAUDE}
+    return {
+        name: profile(
+            info, base.ceilings(), base.planner(), info.settings.model_validate(caps)
+        ).ceilings
+        for name, info in installed().items()
+    }
 
 
 class Soak:
@@ -218,7 +222,9 @@ class Soak:
             found = (
                 ["the restarted daemon does not know the thread"]
                 if live is None
-                else checks.live_problems(d.database, live, window, self.settings)
+                else checks.live_problems(
+                    d.database, live, window, self.settings[d.threads[thread]]
+                )
             )
             self.checks.record("live_view_equals_replay", found, where)
         # Every input acknowledged before the kill must be answered before the next kill: a

@@ -47,11 +47,11 @@ import structlog
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import adapters.native
-from adapters import ENGINES
+import adapters.native.engine
 from benchmarks.planner_scale import search_output
 from condensate.curator import Curator
 from condensate.engine import ThreadSpec
+from condensate.engines import installed
 from condensate.events import Event, ToolResult, now_utc
 from condensate.meter import ModelWindow
 from condensate.projector import Projection
@@ -151,7 +151,7 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
     rng = random.Random(SEED)
     (work / "notes.py").write_text(search_output(rng, 1_000))
     tool_seconds: list[float] = []
-    engine_globals = vars(adapters.native)
+    engine_globals = vars(adapters.native.engine)
     real_run_tool = engine_globals["run_tool"]
 
     async def timed_run_tool(name: str, arguments: Mapping[str, Any], ctx: Any) -> Any:
@@ -183,7 +183,7 @@ async def per_call(calls: int, work: Path) -> dict[str, Any]:
 
             log = SqliteStore.open(settings.db_path)
             curator = Curator(settings.curator(), client_for, session)
-            runtime = Runtime(settings, log, ENGINES, curator, client_for, window_for)
+            runtime = Runtime(settings, log, installed(), curator, client_for, window_for)
             await queue_replies(
                 session,
                 fake_url,

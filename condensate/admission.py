@@ -61,9 +61,8 @@ def receipts(thread: Thread) -> Mapping[str, str]:
 
 def gate(runtime: Services, thread: Thread) -> int | None:
     """The request size above which the runtime decides (0: every request, while a session
-    restart is on its way; None: never, for a Codex thread whose compaction is handed back
-    to Codex)."""
-    if thread.spec.engine == "codex" and not runtime.settings.codex_windowing:
+    restart is on its way; None: never, for a thread whose engine compacts on its own)."""
+    if not thread.profile.settings.windowing():
         return None
     return 0 if thread.restart_pending else runtime.usage(thread).line
 
@@ -104,7 +103,7 @@ async def _decide(runtime: Services, thread: Thread, size: int, ids: Sequence[st
     async with thread.lock:
         if _restarting(thread):  # a window another request held for was taken meanwhile
             return Admission(False, RESTARTING)
-        done = await window_step.step(runtime.host(thread), runtime.planner_settings, size)
+        done = await window_step.step(runtime.host(thread), thread.profile.planner, size)
         if done.asked is not None:
             return Admission(False, _ask_text(done.usage))
         if done.stop is not None:

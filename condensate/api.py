@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,7 +20,9 @@ class _Body(BaseModel):
 
 
 class CreateThread(_Body):
-    engine: Literal["api", "claude", "codex"] = "api"
+    engine: str | None = None
+    """One of the engines the daemon runs (``GET /openapi.json`` lists them); none: its
+    default engine."""
     model: str = Field(examples=["anthropic:claude-sonnet-4-5"])
     cwd: str = Field(examples=["/home/me/src/project"])
     brief: str = Field(min_length=1, examples=["Make the failing tests pass."])
@@ -113,7 +117,7 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
     "Thread": _object(
         {
             "id": _STR,
-            "engine": {"enum": ["api", "claude", "codex"]},
+            "engine": _STR,
             "model": _STR,
             "cwd": _STR,
             "head": _BOOL,
@@ -257,8 +261,9 @@ def _query(name: str, description: str) -> dict[str, Any]:
     }
 
 
-def openapi_document() -> dict[str, Any]:
-    """The OpenAPI 3.1 description of every route the daemon serves."""
+def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
+    """The OpenAPI 3.1 description of every route the daemon serves, whose threads run on
+    ``engines``."""
     thread = [_THREAD_ID]
     paths: dict[str, dict[str, Any]] = {
         "/health": {
@@ -364,6 +369,14 @@ def openapi_document() -> dict[str, Any]:
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA, **RESPONSE_SCHEMAS}
     for model in (CreateThread, SendMessage, CompactAnswer, Interrupt, ApprovalAnswer):
         schemas[model.__name__] = model.model_json_schema(by_alias=True)
+    names = sorted(engines)
+    schemas["CreateThread"]["properties"]["engine"] = {
+        "anyOf": [{"enum": names}, {"type": "null"}],
+        "default": None,
+        "description": "One of the engines the daemon runs; null or absent: its default.",
+    }
+    thread_schema = schemas["Thread"] = copy.deepcopy(schemas["Thread"])
+    thread_schema["properties"]["engine"] = {"enum": names}
     return {
         "openapi": "3.1.0",
         "info": {

@@ -1,7 +1,6 @@
 """The composition root: settings, the log, providers, the curator, the runtime, the engines
-and the HTTP server, wired once; and the daemon's lifecycle (readiness, SIGTERM).
-
-This is the one module in ``condensate`` that imports ``adapters``.
+(those installed, found through ``condensate.engines``) and the HTTP server, wired once; and
+the daemon's lifecycle (readiness, SIGTERM).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import os
 import secrets
 import signal
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -25,10 +24,11 @@ import structlog
 from aiohttp import web
 from anyio.abc import TaskGroup
 
-from adapters import ENGINES, check_clis
 from condensate import edge, statedir
 from condensate.curator import Curator
-from condensate.engine import Engines
+from condensate.engine import Engines, EngineSettings
+from condensate.engines import installed
+from condensate.errors import ConfigError
 from condensate.eventlog import EventStore
 from condensate.fleet import Fleet, daemon_id
 from condensate.gateway import Gateway, Upstream
@@ -39,7 +39,7 @@ from condensate.providers.windows import resolve_window
 from condensate.recovery import recover
 from condensate.runtime import Runtime
 from condensate.server import Guard, make_app
-from condensate.settings import Settings
+from condensate.settings import Settings, read_settings
 from condensate.sqlite_store import SqliteStore
 
 log = structlog.get_logger()
@@ -51,9 +51,17 @@ DAEMON_FILE = statedir.DAEMON_FILE
 PR_SET_DUMPABLE = 4
 
 
-def engine_checks(settings: Settings) -> dict[str, str]:
-    """The CLI engines' versions and binaries, or why each cannot run."""
-    return check_clis(settings.claude_binary, settings.codex_binary)
+def engine_checks() -> dict[str, str]:
+    """Each installed engine's binary and version, when it runs one, or why it cannot run."""
+    found: dict[str, str] = {}
+    for name, info in sorted(installed().items()):
+        if info.check is None:
+            continue
+        try:
+            found[name] = info.check(read_settings(info.settings))
+        except ConfigError as exc:
+            found[name] = f"unavailable: {exc}"
+    return found
 
 
 def ensure_token(home: Path) -> str:
@@ -98,12 +106,19 @@ class Daemon:
 
 
 @asynccontextmanager
-async def running(settings: Settings, engines: Engines = ENGINES) -> AsyncIterator[Daemon]:
-    """Start everything, recover the threads, serve; stop cleanly on exit."""
+async def running(
+    settings: Settings,
+    engines: Engines | None = None,
+    engine_settings: Mapping[str, EngineSettings] | None = None,
+) -> AsyncIterator[Daemon]:
+    """Start everything, recover the threads, serve; stop cleanly on exit. The daemon runs
+    ``engines`` (default: every engine installed), each with its settings from
+    ``engine_settings`` or else the environment."""
     settings.home.mkdir(parents=True, exist_ok=True, mode=statedir.DIR_MODE)
     lock = statedir.hold(settings.home)
+    run = installed() if engines is None else engines
     try:
-        async with _running(settings, engines) as daemon:
+        async with _running(settings, run, engine_settings) as daemon:
             yield daemon
     finally:
         os.close(lock)
@@ -164,7 +179,9 @@ def log_name(settings: Settings) -> str:
 
 
 @asynccontextmanager
-async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon]:
+async def _running(
+    settings: Settings, run: Engines, engine_settings: Mapping[str, EngineSettings] | None
+) -> AsyncIterator[Daemon]:
     statedir.prepare(settings.home)
     file_limit = edge.raise_file_limit()
     token = ensure_token(settings.home)
@@ -187,7 +204,15 @@ async def _running(settings: Settings, engines: Engines) -> AsyncIterator[Daemon
     ):
         client_for, window_for = _models(settings, providers, session)
         curator = Curator(settings.curator(), client_for, session)
-        runtime = Runtime(settings, event_log, engines, curator, client_for, window_for)
+        runtime = Runtime(
+            settings,
+            event_log,
+            run,
+            curator,
+            client_for,
+            window_for,
+            engine_settings=engine_settings,
+        )
         gateway = Gateway(upstream(settings), runtime, relay, admitter=runtime)
         runner: web.AppRunner | None = None
         runtime.fleet = fleet

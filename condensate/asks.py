@@ -47,7 +47,7 @@ def compaction(runtime: Services, thread: Thread) -> dict[str, Any]:
     """The pending ask, any requested compaction, and a preview of a cut."""
     view = thread.projection
     usage = runtime.usage(thread)
-    shown: Preview = preview(view, usage, runtime.planner_settings)
+    shown: Preview = preview(view, usage, thread.profile.planner)
     return {
         "ask": None if view.ask is None else view.ask.model_dump(mode="json"),
         "requested": None

@@ -1,7 +1,7 @@
 """Working ceilings and lines: how much of a model's window a thread may fill. Pure.
 
-A thread's working ceiling is a share of the model's window: 40 % capped at 120,000 tokens for
-the native loop and Codex, 75 % capped at 200,000 for Claude Code, never below a floor of
+A thread's working ceiling is a share of the model's window, capped: its engine declares both
+(``EngineInfo``; 40 % capped at 120,000 tokens unless it says otherwise), never below a floor of
 48,000 (nor above the window). Operator caps lower it and never raise it. A window is due when
 the next prompt passes the line: the ceiling less the output reserve, or for a head the model's
 window less the output reserve and room for one more tool result.
@@ -11,14 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from condensate.events import Engine
-
 FLOOR = 48_000
-SHARES: dict[Engine, tuple[float, int]] = {
-    "api": (0.40, 120_000),
-    "codex": (0.40, 120_000),
-    "claude": (0.75, 200_000),
-}
 BASELINE_SHARE = 0.75
 """The baseline may use at most three quarters of the ceiling..."""
 MIN_FREE_SHARE = 0.25
@@ -27,27 +20,28 @@ MIN_FREE_SHARE = 0.25
 
 @dataclass(frozen=True)
 class CeilingSettings:
-    """Operator caps (``CONDENSATE_WINDOW_CEILING*``) and the room kept below the ceiling.
+    """A thread's engine's share and cap, the operator's caps (``CONDENSATE_WINDOW_CEILING``
+    and the engine's own), and the room kept below the ceiling.
 
-    >>> CeilingSettings(cap_all=100_000)           # every engine at most 100k
-    >>> CeilingSettings(cap_claude=150_000)        # Claude Code at most 150k
+    >>> CeilingSettings(cap_all=100_000)                   # at most 100k
+    >>> CeilingSettings(share=0.75, cap=200_000)           # an engine that may use more
     """
 
+    share: float = 0.40
+    cap: int = 120_000
+    """The engine's own limits on its share of the window."""
     cap_all: int | None = None
-    cap_claude: int | None = None
-    cap_pi: int | None = None
-    """The native loop and Codex."""
+    cap_engine: int | None = None
+    """The operator's cap for this engine (the variable its package reads)."""
     output_reserve: int = 8_192
     tool_room: int = 8_192
 
 
-def working_ceiling(engine: Engine, window: int, settings: CeilingSettings) -> int:
+def working_ceiling(window: int, settings: CeilingSettings) -> int:
     """The engine's share of ``window``, held between the floor and the window, then lowered
     by any operator cap. A cap is the operator's word and may go below the floor."""
-    share, cap = SHARES[engine]
-    ceiling = min(max(min(int(window * share), cap), FLOOR), window)
-    engine_cap = settings.cap_claude if engine == "claude" else settings.cap_pi
-    for operator_cap in (engine_cap, settings.cap_all):
+    ceiling = min(max(min(int(window * settings.share), settings.cap), FLOOR), window)
+    for operator_cap in (settings.cap_engine, settings.cap_all):
         if operator_cap is not None:
             ceiling = min(ceiling, operator_cap)
     return ceiling

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, get_args
 import aiohttp
 import anyio
 
-from condensate import __version__, statedir
+from condensate import __version__, engines, statedir
 from condensate.app import engine_checks, log_name, open_store, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError
@@ -77,7 +77,7 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
         "threads": len(threads),
         "tokenizer": counter.name,
         "event_kinds": len(EVENT_TYPES),
-        **engine_checks(settings),
+        **engine_checks(),
     }
     text = "\n".join(f"{k}: {v}" for k, v in data.items())
     _emit(args, data, text)
@@ -192,7 +192,7 @@ def cmd_tail(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     client = DaemonClient.find(settings)
     body = {
-        "engine": args.engine,
+        **({"engine": args.engine} if args.engine else {}),
         "model": args.model,
         "cwd": str(Path(args.cwd).resolve()),
         "brief": args.brief,
@@ -270,8 +270,9 @@ def cmd_stop(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
     projection = _read(settings, args, lambda store: rebuilt(store, args.thread))
     window = ModelWindow(args.window, resolved=args.window_resolved)
-    usage = measure(projection, window, settings.ceilings())
-    decision = plan(projection, usage, settings.planner(), now_utc())
+    shaped = engines.profile_of(projection.engine, settings)
+    usage = measure(projection, window, shaped.ceilings)
+    decision = plan(projection, usage, shaped.planner, now_utc())
     summary: dict[str, Any] = {"decision": type(decision).__name__}
     if isinstance(decision, Cut):
         summary |= {"kind": decision.kind, "freed": decision.freed, "reason": decision.reason}
@@ -311,6 +312,7 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
     from condensate import replay  # noqa: PLC0415  (the fake server loads only for a replay)
 
     recording = replay.load(Path(args.log), args.thread)
+    shaped = engines.profile_of(recording.engine, settings)
     defaults = replay.default_prices()
     prices = replay.Prices(
         input=defaults.input if args.price_input is None else args.price_input,
@@ -323,8 +325,8 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     config = replay.ReplayConfig(
         window=args.window,
-        ceilings=settings.ceilings(),
-        planner=settings.planner(),
+        ceilings=shaped.ceilings,
+        planner=shaped.planner,
         prices=prices,
         policies=policies,
         curator=args.curator,
@@ -377,7 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
     command("doctor", "create or check the state directory and the event log")
     run = command("run", "start a thread and follow its log until its turn ends")
     run.add_argument("brief")
-    run.add_argument("--engine", default="api", choices=["api", "claude", "codex"])
+    run.add_argument(
+        "--engine",
+        help=f"the engine the thread runs on (installed: {', '.join(engines.names())}; "
+        "default: the daemon's default)",
+    )
     run.add_argument("--model", required=True, help="e.g. anthropic:claude-sonnet-4-5")
     run.add_argument("--cwd", default=".")
     run.add_argument("--persona", default="")

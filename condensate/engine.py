@@ -1,9 +1,13 @@
 """The seam between the runtime and the engines in ``adapters/``.
 
+An engine is a package that declares an ``EngineInfo`` (its name, its ceiling share and cap,
+whether its heads are asked or cut, where it checkpoints, its settings, how to make one) and
+registers it under the ``condensate.engines`` entry-point group; ``condensate.engines`` finds
+what is installed. The core knows engines only through what they declare.
+
 An engine runs one turn of a thread at a time through a ``TurnContext``: it reads the view,
-appends events, and calls ``checkpoint`` where its engine allows a window (before every model
-call for the native loop; after tool use for Claude Code; after a turn for Codex). The runtime
-implements the context; the engines never touch the store, the planner or the curator.
+appends events, and calls ``checkpoint`` where it allows a window (its ``checkpoints``). The
+runtime implements the context; the engines never touch the store, the planner or the curator.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
-from condensate.events import Engine, Event, Stored, Window
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from condensate.events import Engine, Event, Stored, TurnOutcomeKind, Window
 from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.providers import ModelClient
@@ -58,7 +64,7 @@ class Checkpoint:
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    outcome: Literal["completed", "stopped", "interrupted", "failed"]
+    outcome: TurnOutcomeKind
     reason: str = ""
     last_text: str = ""
 
@@ -96,9 +102,8 @@ class TurnContext(Protocol):
 
 
 class EngineAdapter(Protocol):
-    """Drives one engine for one thread. Implementations live in ``adapters/``."""
-
-    name: ClassVar[str]
+    """Drives one engine for one thread. Implementations live in ``adapters/``; their name
+    and traits are their package's ``EngineInfo``."""
 
     def baseline(self, spec: ThreadSpec) -> int:
         """Tokens of the fixed part of every prompt: system prompt, tool schemas, skills."""
@@ -146,25 +151,38 @@ class GatewayAccess:
     requests that name another are refused."""
 
 
+class EngineSettings(BaseSettings):
+    """An engine's own settings, each read from ``CONDENSATE_<NAME>`` as the daemon's are.
+    An engine that has some subclasses this and names the subclass in its ``EngineInfo``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CONDENSATE_", extra="ignore", frozen=True, populate_by_name=True
+    )
+
+    def ceiling_cap(self) -> int | None:
+        """The operator's cap on this engine's working ceiling, when its settings hold one."""
+        return None
+
+    def windowing(self) -> bool:
+        """Whether Condensate windows this engine's threads (off: the engine compacts on its
+        own, and the gateway lets its requests pass unmeasured)."""
+        return True
+
+
 @dataclass(frozen=True)
 class EngineEnv:
-    """What an engine that runs a CLI needs from the daemon's settings: where its state goes
-    and how it reaches the provider. Built by the runtime for each thread."""
+    """What an engine needs from the daemon: where its state goes, how it reaches the
+    provider, and its own settings. Built by the runtime for each thread."""
 
     home: Path
     """The daemon's state directory; a CLI engine keeps its own state under it."""
     thread_id: str
     anthropic_base_url: str = "https://api.anthropic.com"
     anthropic_api_key: str = ""
-    claude_binary: str | None = None
-    """``CONDENSATE_CLAUDE_BINARY``; ``None``: the project's pinned CLI, else ``claude`` on PATH."""
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str = ""
-    codex_binary: str | None = None
-    """``CONDENSATE_CODEX_BINARY``; ``None``: the project's pinned CLI, else ``codex`` on PATH."""
-    codex_windowing: bool = True
-    """``CONDENSATE_CODEX_WINDOWING``; off hands compaction back to Codex (from the next
-    session the engine starts)."""
+    settings: EngineSettings | None = None
+    """The engine's own settings (``EngineInfo.settings``); None: read from the environment."""
     daemon_url: str = ""
     """Where the daemon's HTTP API answers (a loopback address): a head's tools call it."""
     daemon_token: str = ""
@@ -183,4 +201,41 @@ class EngineEnv:
 
 
 EngineFactory = Callable[[ThreadSpec, EngineEnv], EngineAdapter]
-Engines = Mapping[str, EngineFactory]
+
+Checkpoints = Literal["before-each-call", "after-tool-results", "after-each-response"]
+"""Where an engine runs the window check: before every model call (a loop that projects each
+call), after each batch of tool results, or after each counted response and each turn."""
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What the core knows of an engine, declared by its package.
+
+    >>> EngineInfo("echo", "Echo", make=EchoEngine, checkpoints="before-each-call")
+    """
+
+    name: Engine
+    """What threads are created with (``"engine": ...``) and what their logs keep."""
+    title: str
+    """How messages name it."""
+    make: EngineFactory
+    checkpoints: Checkpoints
+    ceiling_share: float = 0.40
+    ceiling_cap: int = 120_000
+    """The working ceiling: this share of the model's window, at most this many tokens."""
+    heads: Literal["asked", "cut"] = "cut"
+    """Whether a head thread is asked to compact (through tools the engine gives it) or cut
+    like any thread."""
+    restarts: bool = False
+    """The engine applies a summary by starting a new session with the window rendered as
+    its first message (not by projecting each call): the kept tail is billed again there,
+    and the gateway holds the old session's requests until the new one starts."""
+    default: bool = False
+    """The engine a thread created without one runs on."""
+    settings: type[EngineSettings] = EngineSettings
+    check: Callable[[EngineSettings], str] | None = None
+    """What ``condensate doctor`` reports: the engine's binary and version; raises
+    ``ConfigError`` saying why it cannot run."""
+
+
+Engines = Mapping[str, EngineInfo]

@@ -16,7 +16,9 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
 from condensate.errors import UnknownEventVersion
 
-Engine = Literal["api", "claude", "codex"]
+Engine = str
+"""An engine's name, as its package registers it (``condensate.engines``): the log keeps it
+and the daemon resolves it to the engine installed under that name."""
 WindowKind = Literal["microcompact", "collapse", "summary", "drop"]
 Author = Literal["thread", "operator", "curator", "system"]
 CheapTier = Literal["microcompact", "collapse"]
@@ -27,6 +29,8 @@ AskMode = Literal[CompactionMode, "decline"]
 """How an ask is answered."""
 Answerer = Literal["thread", "operator", "runtime"]
 ToolCategory = Literal["reread", "action", "control"]
+TurnOutcomeKind = Literal["completed", "stopped", "interrupted", "failed"]
+"""How a turn ended."""
 
 
 class _Event(BaseModel):
@@ -66,7 +70,7 @@ class TurnStarted(_Event):
 
 class TurnEnded(_Event):
     kind: Literal["turn.ended"] = "turn.ended"
-    outcome: Literal["completed", "stopped", "interrupted", "failed"]
+    outcome: TurnOutcomeKind
     reason: str = ""
 
 

@@ -68,7 +68,7 @@ def measured_prompt(view: Projection) -> tuple[int, bool]:
 def measure(view: Projection, window: ModelWindow, settings: CeilingSettings) -> ContextUsage:
     used, anchored = next_prompt(view)
     measured, _ = measured_prompt(view)
-    base = ceilings.working_ceiling(view.engine, window.tokens, settings)
+    base = ceilings.working_ceiling(window.tokens, settings)
     fitted = ceilings.fit_baseline(base, view.baseline_tokens, window.tokens)
     if view.head:
         line = ceilings.head_line(window.tokens, settings)

@@ -37,6 +37,12 @@ class PlannerSettings:
     thrash_period: timedelta = timedelta(minutes=10)
     deadline_override: timedelta | None = None
     """``CONDENSATE_WINDOW_DEADLINE_MS``; else 180 s plus 10 s per 10,000 tokens in use."""
+    heads: Literal["asked", "cut"] = "cut"
+    """Whether the thread's engine asks a head to compact, or cuts it as any thread (its
+    ``EngineInfo`` says)."""
+    restarts: bool = False
+    """The thread's engine applies a summary by restarting its session with the window
+    rendered into one message (its ``EngineInfo`` says): a smaller kept tail."""
 
 
 def deadline(used: int, override: timedelta | None = None) -> timedelta:
@@ -130,7 +136,7 @@ class Cut:
 
 @dataclass(frozen=True)
 class Ask:
-    """Ask a head (on Claude Code or Codex) to compact; wait until ``deadline``."""
+    """Ask a head (on an engine whose heads are asked) to compact; wait until ``deadline``."""
 
     usage: ContextUsage
     deadline: datetime
@@ -166,7 +172,7 @@ def plan(
         return _hold(view, usage, "cannot-help", CANNOT_HELP_CODE, text, settings=settings)
     if usage.used > usage.hard_limit:
         return _forced(view, usage, settings)
-    if view.head and view.engine in ("claude", "codex"):
+    if view.head and settings.heads == "asked":
         return _head_ask(view, usage, settings, now)
     # A pause holds windows back only while the prompt stays under the ceiling.
     pause = None if over_limit else _thrash(view, usage, settings, now)
@@ -239,7 +245,7 @@ def _summary(
     # claim far above the prompt must not make every summary look too large (a wedge).
     fixed = usage.measured - view.view_tokens
     room = usage.line - fixed - budget
-    tail_budget = min(int(usage.line * settings.tiers.tail_share(view.engine)), room)
+    tail_budget = min(int(usage.line * settings.tiers.tail_share(settings.restarts)), room)
     cut = tiers.summary_cut(view, max(tail_budget, 0), protect)
     if cut is None:
         return Stop(usage, "nothing before the kept range can be summarized")
@@ -298,7 +304,7 @@ def _requested(view: Projection, usage: ContextUsage, settings: PlannerSettings)
     if keep_from is None:
         # Asked for: the fit rules of an automatic cut do not apply; with nothing to keep,
         # the summary stands right after the brief and pins.
-        tail = int(usage.line * settings.tiers.tail_share(view.engine))
+        tail = int(usage.line * settings.tiers.tail_share(settings.restarts))
         chosen = tiers.summary_cut(view, tail, None)
         keep_from = None if chosen is None else chosen.keep_from
     author: Author | None = None

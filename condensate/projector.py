@@ -145,7 +145,7 @@ class Projection:
     """The folded state of one thread: its view and everything the planner reads."""
 
     thread_id: str = ""
-    engine: Engine = "api"
+    engine: Engine = ""
     model: str = ""
     head: bool = False
     baseline_tokens: int = 0

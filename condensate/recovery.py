@@ -70,7 +70,8 @@ async def _rebuild(runtime: Runtime, thread_id: str) -> Thread | None:
     if not isinstance(created.event, ThreadCreated):
         return None
     spec = spec_of(created.event, projection)
-    if spec.engine not in runtime.engines:
+    profile = runtime.profiles.get(spec.engine)
+    if profile is None:
         log.warning("thread_engine_unavailable", thread=thread_id, engine=spec.engine)
         return None
     thread = Thread(
@@ -78,7 +79,8 @@ async def _rebuild(runtime: Runtime, thread_id: str) -> Thread | None:
         spec,
         projection,
         await runtime.window_for(spec.model),
-        runtime.engines[spec.engine](spec, runtime.engine_env(thread_id)),
+        profile.info.make(spec, runtime.engine_env(thread_id, profile)),
+        profile,
     )
     thread.snapshot_at = projection.last_seq
     return thread

@@ -21,7 +21,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from condensate import admission, approvals, asks, prices, window_step
+from condensate import admission, approvals, asks, engines, prices, window_step
 from condensate.admission import Admission
 from condensate.curator import Curator, Miss, carry_out
 from condensate.engine import (
@@ -29,11 +29,13 @@ from condensate.engine import (
     Checkpoint,
     EngineEnv,
     Engines,
+    EngineSettings,
     GatewayAccess,
     Interruptible,
     ThreadSpec,
     TurnOutcome,
 )
+from condensate.engines import Profile
 from condensate.errors import CondensateError, Refused, ThreadOwnedElsewhere
 from condensate.eventlog import EventStore, Owners
 from condensate.events import (
@@ -53,7 +55,7 @@ from condensate.events import (
     now_utc,
 )
 from condensate.meter import ContextUsage, ModelWindow, measure
-from condensate.planner import Ask, Cut, PlannerSettings
+from condensate.planner import Ask, Cut
 from condensate.projector import Projection
 from condensate.providers import ModelClient
 from condensate.queries import last_text, open_calls, unanswered_input
@@ -125,12 +127,15 @@ class Runtime:
     owns every thread in its log."""
     """A thread's way through the daemon's gateway; set by the composition root. None (a
     runtime without an HTTP server): the CLIs call their provider directly."""
+    engine_settings: Mapping[str, EngineSettings] | None = None
+    """Each engine's own settings by name; an engine not named reads its own from the
+    environment."""
     threads: dict[str, Thread] = field(default_factory=dict)
+    profiles: dict[str, Profile] = field(init=False)
     _tasks: TaskGroup | None = None
 
-    @property
-    def planner_settings(self) -> PlannerSettings:
-        return self.settings.planner()
+    def __post_init__(self) -> None:
+        self.profiles = engines.profiles(self.engines, self.settings, self.engine_settings)
 
     def bind(self, tasks: TaskGroup) -> None:
         """Background work (turns, ask deadlines) runs in ``tasks``."""
@@ -264,18 +269,33 @@ class Runtime:
         thread.projection.apply(saved)
         thread.snapshot_at = upto
 
-    def engine_env(self, thread_id: str) -> EngineEnv:
+    @property
+    def default_engine(self) -> str:
+        """The engine a thread created without one runs on."""
+        return engines.default_engine(self.engines)
+
+    def profile_of(self, engine: str) -> Profile:
+        """The engine ``engine`` as this daemon runs it; an engine it does not run is refused
+        with the ones it does."""
+        if engine not in self.profiles:
+            known = ", ".join(sorted(self.profiles))
+            raise Refused(
+                code="unknown-engine",
+                detail=f"Engine {engine!r} is not one of: {known}.",
+                status=422,
+            )
+        return self.profiles[engine]
+
+    def engine_env(self, thread_id: str, profile: Profile) -> EngineEnv:
         """What the thread's engine needs from the settings (CLI engines keep state here)."""
         return EngineEnv(
             home=self.settings.home,
             thread_id=thread_id,
             anthropic_base_url=self.settings.anthropic_base_url,
             anthropic_api_key=self.settings.anthropic_api_key,
-            claude_binary=self.settings.claude_binary,
             openai_base_url=self.settings.openai_base_url,
             openai_api_key=self.settings.openai_api_key,
-            codex_binary=self.settings.codex_binary,
-            codex_windowing=self.settings.codex_windowing,
+            settings=profile.settings,
             daemon_url=self.daemon_url,
             daemon_token=self.daemon_token,
             gateway=None if self.gateway_for is None else self.gateway_for(thread_id),
@@ -304,7 +324,7 @@ class Runtime:
         return thread
 
     def usage(self, thread: Thread) -> ContextUsage:
-        return measure(thread.projection, thread.window, self.settings.ceilings())
+        return measure(thread.projection, thread.window, thread.profile.ceilings)
 
     # -- threads and turns --------------------------------------------------------------------
 
@@ -313,15 +333,11 @@ class Runtime:
     ) -> Thread:
         """Start a thread: its identity, its brief, and its first turn. ``window`` is the
         model's, when the caller has resolved it already."""
-        if spec.engine not in self.engines:
-            known = ", ".join(sorted(self.engines))
-            raise Refused(
-                code="unknown-engine", detail=f"Engine {spec.engine!r} is not one of: {known}."
-            )
+        profile = self.profile_of(spec.engine)
         thread_id = thread_id or f"t-{uuid.uuid4().hex[:12]}"
-        engine = self.engines[spec.engine](spec, self.engine_env(thread_id))
+        engine = profile.info.make(spec, self.engine_env(thread_id, profile))
         window = window or await self.window_for(spec.model)
-        thread = Thread(thread_id, spec, Projection(), window, engine)
+        thread = Thread(thread_id, spec, Projection(), window, engine, profile)
         self.threads[thread_id] = thread
         created = ThreadCreated(
             at=self.clock(),
@@ -471,7 +487,7 @@ class Runtime:
         """Measure, plan, and carry the decision out (``window_step``). Called before model
         calls (native) or at the engine's own checkpoint."""
         await self.counted(thread)
-        done = await window_step.step(self.host(thread), self.planner_settings)
+        done = await window_step.step(self.host(thread), thread.profile.planner)
         return Checkpoint(done.usage, done.window, stop=done.stop, missed=done.missed)
 
     def host(self, thread: Thread) -> ThreadHost:
@@ -492,7 +508,7 @@ class Runtime:
             return result.reason if isinstance(result, Miss) else "no summary"
         (stored,) = await self.append(thread, window)
         assert isinstance(stored.event, Window)
-        if window.window_kind in ("summary", "drop") and thread.spec.engine != "api":
+        if window.window_kind in ("summary", "drop") and thread.profile.info.restarts:
             # The CLI's session now holds what the window cut: its requests go no further
             # until the engine starts the next session (see ``admission``).
             thread.restart_pending = self.gateway_for is not None

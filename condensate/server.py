@@ -36,7 +36,6 @@ from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
 from condensate.eventlog import DEFAULT_LIMIT, Lease
-from condensate.events import Engine
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
 from condensate.projector import Bill, Projection
@@ -300,7 +299,7 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(openapi_document())
+    return web.json_response(openapi_document(list(request.app[RUNTIME].profiles)))
 
 
 def _model(model: str) -> None:
@@ -322,22 +321,28 @@ async def _within_line(text: str, model: str, line: int, what: str) -> None:
         )
 
 
-def _new_line(settings: CeilingSettings, engine: Engine, head: bool, window: int) -> int:
+def _new_line(settings: CeilingSettings, head: bool, window: int) -> int:
     """The line of a thread not yet started (its engine's baseline not counted)."""
     if head:
         return ceilings.head_line(window, settings)
-    return ceilings.ordinary_line(ceilings.working_ceiling(engine, window, settings), settings)
+    return ceilings.ordinary_line(ceilings.working_ceiling(window, settings), settings)
 
 
 async def create_thread(request: web.Request) -> web.Response:
     body = CreateThread.model_validate(await _json(request))
     runtime = request.app[RUNTIME]
+    engine = runtime.default_engine if body.engine is None else body.engine
+    if engine not in runtime.profiles:
+        known = ", ".join(repr(name) for name in sorted(runtime.profiles))
+        detail = f"Field 'engine': {engine!r} is not an engine this daemon runs ({known})."
+        raise Refused(code="invalid-body", detail=detail, status=422)
+    profile = runtime.profiles[engine]
     _model(body.model)
     window = await runtime.window_for(body.model)
-    line = _new_line(runtime.settings.ceilings(), body.engine, body.head, window.tokens)
+    line = _new_line(profile.ceilings, body.head, window.tokens)
     await _within_line(body.brief, body.model, line, "brief")
     spec = ThreadSpec(
-        engine=body.engine,
+        engine=engine,
         model=body.model,
         cwd=body.cwd,
         brief=body.brief,

@@ -1,12 +1,13 @@
-"""Settings from ``CONDENSATE_*`` environment variables. The only reader of ``os.environ``;
-components receive the pieces they need, never this object as a global."""
+"""Settings from ``CONDENSATE_*`` environment variables: the daemon's here, each engine's in its
+``EngineSettings``, all read through ``read_settings`` (the one reader of the environment, with
+``default_home``). Components receive the pieces they need, never this object as a global."""
 
 from __future__ import annotations
 
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -48,8 +49,6 @@ class Settings(BaseSettings):
     notify_socket: str | None = Field(default=None, validation_alias="NOTIFY_SOCKET")
     log_format: Literal["json", "console", "auto"] = "auto"
     window_ceiling: int | None = Field(default=None, gt=0)
-    window_ceiling_claude: int | None = Field(default=None, gt=0)
-    window_ceiling_pi: int | None = Field(default=None, gt=0)
     output_reserve: int = Field(default=8_192, ge=0)
     tool_room: int = Field(default=8_192, ge=0)
     window_deadline_ms: int | None = Field(default=None, gt=0)
@@ -82,13 +81,6 @@ class Settings(BaseSettings):
     model_windows: dict[str, int] = Field(default_factory=dict)
     """Explicit windows by model, as JSON: ``{"chat:qwen3-coder": 32768}``."""
 
-    claude_binary: str | None = None
-    """The ``claude`` CLI (default: the repo's pinned ``node_modules/.bin/claude``, else PATH)."""
-    codex_binary: str | None = None
-    """The ``codex`` CLI (default: the repo's pinned ``node_modules/.bin/codex``, else PATH)."""
-    codex_windowing: bool = True
-    """``0`` hands compaction back to Codex (applied when a Codex session restarts)."""
-
     curator_model: str | None = None
     curator_fallback_model: str | None = None
     hindsight_url: str | None = None
@@ -106,10 +98,10 @@ class Settings(BaseSettings):
         return self.home / "condensate.db"
 
     def ceilings(self) -> CeilingSettings:
+        """The daemon's part of every thread's ceilings (``engines.profile`` adds the
+        engine's share and caps)."""
         return CeilingSettings(
             cap_all=self.window_ceiling,
-            cap_claude=self.window_ceiling_claude,
-            cap_pi=self.window_ceiling_pi,
             output_reserve=self.output_reserve,
             tool_room=self.tool_room,
         )
@@ -141,10 +133,13 @@ class Settings(BaseSettings):
         )
 
 
-def load_settings() -> Settings:
-    """Settings from the environment; a bad value names its variable."""
+Read = TypeVar("Read", bound=BaseSettings)
+
+
+def read_settings(kind: type[Read]) -> Read:
+    """``kind``'s settings from the environment; a bad value names its variable."""
     try:
-        return Settings()
+        return kind()
     except ValidationError as exc:
         problems = "; ".join(
             f"CONDENSATE_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
@@ -152,3 +147,8 @@ def load_settings() -> Settings:
         )
         msg = f"Invalid settings: {problems}."
         raise ConfigError(msg) from exc
+
+
+def load_settings() -> Settings:
+    """The daemon's settings from the environment; a bad value names its variable."""
+    return read_settings(Settings)

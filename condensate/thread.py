@@ -12,10 +12,10 @@ from typing import Any, Protocol
 import anyio
 
 from condensate.engine import Checkpoint, EngineAdapter, ThreadSpec
+from condensate.engines import Profile
 from condensate.eventlog import EventStore
 from condensate.events import Event, Stored
 from condensate.meter import ContextUsage, ModelWindow
-from condensate.planner import PlannerSettings
 from condensate.projector import Projection
 from condensate.providers import ModelClient
 from condensate.settings import Settings
@@ -31,6 +31,8 @@ class Thread:
     projection: Projection
     window: ModelWindow
     engine: EngineAdapter
+    profile: Profile
+    """Its engine as this daemon runs it: the ceilings and planner settings it is planned with."""
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Held while a window check runs or an answer is recorded."""
     appending: anyio.Lock = field(default_factory=anyio.Lock)
@@ -75,9 +77,6 @@ class Services(Protocol):
 
     @property
     def client_for(self) -> Callable[[str], ModelClient]: ...
-
-    @property
-    def planner_settings(self) -> PlannerSettings: ...
 
     async def append(self, thread: Thread, events: Event | Sequence[Event]) -> list[Stored]: ...
 

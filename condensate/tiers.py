@@ -27,16 +27,16 @@ class TierSettings:
     keep_recent_results: int = 3
     """... and the most recent results (ours)."""
     keep_tail_share: float = 0.25
-    keep_tail_share_cli: float = 0.10
-    """... and on Claude Code and Codex, where the kept tail is rendered into the one message
-    that starts the new session and billed uncached again: a smaller tail there (measured by
-    ``benchmarks/cli_long_task.py``: Claude Code at a 60k ceiling, 1.72M weighted input with
-    0.25, 1.51M with 0.10)."""
+    """A summary keeps about this share of the line verbatim (ours)..."""
+    keep_tail_share_restarted: float = 0.10
+    """... and on an engine that applies a summary by restarting its session, where the kept
+    tail is rendered into the one message that starts the new session and billed uncached
+    again: a smaller tail there (measured by ``benchmarks/cli_long_task.py``: Claude Code at a
+    60k ceiling, 1.72M weighted input with 0.25, 1.51M with 0.10)."""
 
-    def tail_share(self, engine: str) -> float:
-        return self.keep_tail_share_cli if engine in ("claude", "codex") else self.keep_tail_share
+    def tail_share(self, restarts: bool) -> float:
+        return self.keep_tail_share_restarted if restarts else self.keep_tail_share
 
-    """A summary keeps about this share of the line verbatim (ours)."""
     summary_budget: int = 4_000
     """Tokens set aside for a summary's text (ours)."""
 

@@ -32,14 +32,36 @@ window taken while the engine is idle (an ask's deadline) restarts the session a
 
 from __future__ import annotations
 
-from adapters.claude_code._cli import PINNED_VERSION, check_version, resolve_binary
+from adapters.claude_code._cli import (
+    PINNED_VERSION,
+    ClaudeSettings,
+    check_version,
+    doctor,
+    resolve_binary,
+)
 from adapters.claude_code._permissions import check, flags
 from adapters.claude_code._translate import _argument, _output
 from adapters.claude_code.engine import ClaudeCodeEngine
+from condensate.engine import EngineInfo
+
+ENGINE = EngineInfo(
+    name="claude",
+    title="Claude Code",
+    make=ClaudeCodeEngine,
+    checkpoints="after-tool-results",
+    ceiling_share=0.75,
+    ceiling_cap=200_000,
+    heads="asked",
+    restarts=True,
+    settings=ClaudeSettings,
+    check=doctor,
+)
 
 __all__ = [
+    "ENGINE",
     "PINNED_VERSION",
     "ClaudeCodeEngine",
+    "ClaudeSettings",
     "_argument",
     "_output",
     "check",

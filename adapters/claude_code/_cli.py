@@ -13,10 +13,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from adapters import _child
 from adapters.claude_code import _permissions
 from condensate import mcp
-from condensate.engine import EngineEnv, ThreadSpec, Verdict
+from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, Verdict
 from condensate.providers import parse_model
 
 PINNED_VERSION = "2.1.332"
@@ -31,6 +33,31 @@ CLI = _child.PinnedCli(
 
 resolve_binary = CLI.resolve
 check_version = CLI.check_version
+
+
+class ClaudeSettings(EngineSettings):
+    claude_binary: str | None = None
+    """``CONDENSATE_CLAUDE_BINARY``: the ``claude`` CLI (default: the repo's pinned
+    ``node_modules/.bin/claude``, else PATH)."""
+    window_ceiling_claude: int | None = Field(default=None, gt=0)
+    """``CONDENSATE_WINDOW_CEILING_CLAUDE``: the operator's cap on Claude Code's ceiling."""
+
+    def ceiling_cap(self) -> int | None:
+        return self.window_ceiling_claude
+
+
+def settings_of(env: EngineEnv) -> ClaudeSettings:
+    """The engine's settings: those the daemon gave, else the environment's."""
+    return env.settings if isinstance(env.settings, ClaudeSettings) else ClaudeSettings()
+
+
+def doctor(settings: EngineSettings) -> str:
+    """The binary the settings name and its version; raises ``ConfigError`` saying why not."""
+    own = settings if isinstance(settings, ClaudeSettings) else ClaudeSettings()
+    binary = resolve_binary(own.claude_binary)
+    return f"{check_version(binary)} ({binary})"
+
+
 spawn = _child.spawn
 stop = _child.stop
 stderr_tail = _child.stderr_tail

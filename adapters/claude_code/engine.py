@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import structlog
 
@@ -24,8 +24,9 @@ from adapters.claude_code._reading import ANTHROPIC_KEY_SETTING, TurnReader, _Re
 from adapters.claude_code._translate import (
     Replies,
 )
+from adapters.cli_turn import Exchange, drive
 from condensate.engine import (
-    INTERRUPTED_BY_OPERATOR,
+    Checkpoint,
     EngineEnv,
     ThreadSpec,
     TurnContext,
@@ -33,8 +34,6 @@ from condensate.engine import (
 )
 from condensate.events import (
     EngineNotice,
-    ModelRefused,
-    SystemLine,
     Window,
 )
 from condensate.gateway.wire import HELD_MARK
@@ -48,7 +47,6 @@ BASELINE_TOKENS = 20_000
 """Claude Code's own system prompt and tool schemas: ~12.5k tokens for claude-opus-5-5 and
 ~19-22k for claude-sonnet-4-5 (2.1.332, measured against the fake). The first count replaces
 this estimate as the meter's anchor."""
-MAX_RESTARTS_PER_TURN = 12
 Start = Literal["first", "fresh", "fork", "resume"]
 
 
@@ -59,10 +57,40 @@ def _finished(result: dict[str, Any]) -> bool:
     return result.get("subtype") == "success" and not said.startswith(HELD_MARK)
 
 
-class ClaudeCodeEngine(TurnReader):
-    """Runs turns of one ``claude`` thread through the Claude Code CLI."""
+def _exchange(read: _Read) -> Exchange:
+    """What a read turn comes to, in the shared turn's terms."""
+    result = read.result
+    said = str(result.get("result") or "")
+    done = Exchange(
+        exited=read.how == "exited",
+        returncode=read.returncode,
+        credential=read.credential,
+        stop=read.stop,
+        window=read.window,
+        finished=_finished(result),
+        text=said if said and not said.startswith(HELD_MARK) else "",
+    )
+    if result.get("terminal_reason") == "prompt_too_long":
+        done.overflow = said
+    elif result.get("is_error"):
+        status = result.get("api_error_status")
+        if status in AUTH_STATUSES:
+            done.credential = done.credential or bad_credential(
+                "Claude Code", int(status), "", ANTHROPIC_KEY_SETTING
+            )
+        else:
+            errors = result.get("errors") or []
+            reason = said or "; ".join(map(str, errors))
+            detail = f"Claude Code ended the turn with {result.get('subtype')}"
+            done.error = f"{detail} ({result.get('terminal_reason')}): {reason}"
+    return done
 
-    name: ClassVar[str] = "claude"
+
+class ClaudeCodeEngine(TurnReader):
+    """Runs turns of one ``claude`` thread through the Claude Code CLI (its turns are
+    ``cli_turn``'s; this is their ``CliSession``)."""
+
+    title = "Claude Code"
 
     def __init__(self, spec: ThreadSpec, env: EngineEnv) -> None:
         _permissions.check(spec)  # refused before the thread exists: nothing is logged
@@ -129,7 +157,7 @@ class ClaudeCodeEngine(TurnReader):
         try:
             async with self._restart:  # a restart begun outside the turn finishes first
                 pass
-            return await self._run_turn(ctx)
+            return await drive(self, ctx)
         except asyncio.CancelledError:
             # Cancelled mid-turn (an interrupt the CLI did not honour in time, or the daemon
             # stopping): the CLI is somewhere inside its turn, so it ends here; the next turn
@@ -148,140 +176,69 @@ class ClaudeCodeEngine(TurnReader):
         if self.process is not None:
             await self._interrupt()
 
-    async def _turn_start(self, ctx: TurnContext) -> str | TurnOutcome:
-        """The turn's first message; a compaction queued between turns (an operator's answer
-        to an ask) is taken here, at the turn's start."""
-        check = await ctx.checkpoint()
-        if check.stop is not None:
-            return TurnOutcome("stopped", check.stop, "")
-        if self.env.restarts_for(check.window):
-            self.window_pending = True
-        if self.window_pending:
-            return await self._window_start(ctx, forced=False)
-        return self._opening(ctx)
+    # -- the shared turn's session (``cli_turn.CliSession``) ------------------------------
 
-    async def _run_turn(self, ctx: TurnContext) -> TurnOutcome:
-        message = await self._turn_start(ctx)
-        if isinstance(message, TurnOutcome):
-            return message
-        crashed = False
-        refused = False
-        last_text = ""
-        for _ in range(MAX_RESTARTS_PER_TURN):
-            if self.process is None:
-                await self._start(ctx)
-            if self.interrupted():
-                return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
-            await self._send_user(
-                await self.asks.tell(
-                    ctx,
-                    message,
-                    fallback="Continue.",
-                    where="its next user line",
-                    session_id=self.session_id,
-                )
-            )
-            read = await self._read_turn(ctx)
-            cut_short = await self._cut_short(ctx, read, last_text)
-            if cut_short is not None:
-                return cut_short
-            if read.how == "exited":
-                await self._exited(ctx, read)
-                if read.window or self.window_pending:
-                    message = await self._window_start(ctx, forced=False)
-                    continue
-                if crashed:
-                    return TurnOutcome(
-                        "failed",
-                        "the Claude Code process exited twice in one turn "
-                        f"(last exit {read.returncode})",
-                        last_text,
-                    )
-                crashed = True
-                self.next_start = "resume" if self.session_id else "fresh"
-                message = resumed("Claude Code") if self.session_id else self._window_message(ctx)
-                continue
-            result = read.result
-            said = str(result.get("result") or "")
-            last_text = said if said and not said.startswith(HELD_MARK) else last_text
-            if read.stop is not None:
-                return TurnOutcome("stopped", read.stop, last_text)
-            if result.get("terminal_reason") == "prompt_too_long":
-                await ctx.append(
-                    ModelRefused(at=ctx.now(), message=str(result.get("result") or "")[:500])
-                )
-                if refused:
-                    return TurnOutcome(
-                        "failed",
-                        "the provider refused the prompt again after a forced window",
-                        last_text,
-                    )
-                refused = True
-                check = await ctx.checkpoint()
-                if check.stop is not None:
-                    return TurnOutcome("stopped", check.stop, last_text)
-                await self._end_process()
-                message = await self._window_start(ctx, forced=True)
-                continue
-            if read.window or self.window_pending:
-                if _finished(result):
-                    # The CLI ended the turn by itself before the window could act: the turn
-                    # is done, and the next one starts its session with the window.
-                    self.window_pending = True
-                    return TurnOutcome("completed", "", last_text)
-                message = await self._window_start(ctx, forced=False)
-                continue
-            if result.get("is_error"):
-                return await self._failed(ctx, read, last_text)
-            if self.asks.untold(ctx):
-                # The ask opened during the turn: tell the head now, in a follow-up line.
-                message = ""
-                continue
-            return TurnOutcome("completed", "", last_text)
-        return TurnOutcome(
-            "failed", f"{MAX_RESTARTS_PER_TURN} Claude sessions started in one turn", last_text
-        )
+    def current_session(self) -> str:
+        return self.session_id
 
-    async def _cut_short(self, ctx: TurnContext, read: _Read, last_text: str) -> TurnOutcome | None:
-        """How the turn ends when the operator interrupted it or the provider refused the
-        credential, whatever the CLI did meanwhile; None when neither happened."""
-        if self.interrupted():
-            await self._close_open_calls(ctx, "the operator interrupted the turn")
-            if read.how == "exited":
-                await self._end_process()
-            return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
-        if read.credential is not None:
-            return await self._refused_credential(ctx, read, read.credential, last_text)
+    def windowing(self) -> bool:
+        return True
+
+    def missed(self, reason: str) -> str | None:
+        """A missed summary does not end the turn: the gateway holds what would overflow."""
         return None
 
-    async def _exited(self, ctx: TurnContext, read: _Read) -> None:
-        """The CLI exited mid-turn: its open calls are closed, the exit noted."""
+    def unwindowed_overflow(self) -> str:
+        return ""  # Condensate always windows Claude Code
+
+    async def check(self, ctx: TurnContext) -> Checkpoint | None:
+        return await ctx.checkpoint()
+
+    async def opening(self, ctx: TurnContext) -> str:
+        return self._opening(ctx)
+
+    async def start_window(self, ctx: TurnContext, *, forced: bool) -> str:
+        return await self._window_start(ctx, forced=forced)
+
+    async def window_after_turn(self, ctx: TurnContext) -> None:
+        self.window_pending = True  # the next turn starts its session with the window
+
+    async def ready(self, ctx: TurnContext) -> None:
+        if self.process is None:
+            await self._start(ctx)
+
+    async def exchange(self, ctx: TurnContext, message: str) -> Exchange:
+        await self._send_user(message)
+        return _exchange(await self._read_turn(ctx))
+
+    async def settle(self, ctx: TurnContext, exchange: Exchange, why: str) -> None:
+        await self._close_open_calls(ctx, why)
+        if exchange.exited:
+            await self._end_process()
+
+    async def crashed(self, ctx: TurnContext, exchange: Exchange) -> str:
+        """Close what the CLI left open, note its exit; the next process resumes the session
+        (or, before it had one, starts fresh with the view as its window)."""
         await self._close_open_calls(ctx, "the Claude Code process exited")
         await ctx.append(
             EngineNotice(
                 at=ctx.now(),
                 engine="claude",
                 notice="cli-exited",
-                detail=f"exit {read.returncode} mid-turn; {_cli.stderr_tail(self.config_dir)}",
+                detail=f"exit {exchange.returncode} mid-turn; {_cli.stderr_tail(self.config_dir)}",
                 seat="main",
                 session_id=self.session_id or None,
             )
         )
         await self._end_process()
+        if self.session_id:
+            self.next_start = "resume"
+            return resumed("Claude Code")
+        self.next_start = "fresh"
+        return self._window_message(ctx)
 
-    async def _failed(self, ctx: TurnContext, read: _Read, last_text: str) -> TurnOutcome:
-        """A result with ``is_error`` (not an overflow): the turn fails with its reason."""
-        result = read.result
-        status = result.get("api_error_status")
-        if status in AUTH_STATUSES:
-            reason = bad_credential("Claude Code", int(status), "", ANTHROPIC_KEY_SETTING)
-            return await self._refused_credential(ctx, read, reason, last_text)
-        errors = result.get("errors") or []
-        reason = str(result.get("result") or "; ".join(map(str, errors)) or "")
-        detail = f"Claude Code ended the turn with {result.get('subtype')}"
-        detail += f" ({result.get('terminal_reason')}): {reason}"[:500]
-        await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail))
-        return TurnOutcome("failed", detail, last_text)
+    async def after_turn(self, ctx: TurnContext) -> None:
+        return None  # the checkpoint ran after each tool result
 
     # -- what to send -------------------------------------------------------------------
 
@@ -323,7 +280,7 @@ class ClaudeCodeEngine(TurnReader):
     # -- the process ----------------------------------------------------------------------
 
     async def _start(self, ctx: TurnContext) -> None:
-        binary = _cli.resolve_binary(self.env.claude_binary)
+        binary = _cli.resolve_binary(_cli.settings_of(self.env).claude_binary)
         version = await asyncio.to_thread(_cli.check_version, binary)
         start = self.next_start
         if start == "resume" and not self.session_id:
@@ -412,17 +369,3 @@ class ClaudeCodeEngine(TurnReader):
     async def _send_user(self, text: str) -> None:
         assert self.process is not None
         await _cli.write(self.process, _cli.user_line(text, self.session_id))
-
-    async def _refused_credential(
-        self, ctx: TurnContext, read: _Read, reason: str, last_text: str
-    ) -> TurnOutcome:
-        """The turn fails on a refused credential, said in the log for the operator."""
-        await self._close_open_calls(ctx, "the provider refused the credential")
-        await ctx.append(
-            SystemLine(
-                at=ctx.now(), code="authentication-failed", text=f"The turn failed: {reason}."
-            )
-        )
-        if read.how == "exited":
-            await self._end_process()
-        return TurnOutcome("failed", reason, last_text)

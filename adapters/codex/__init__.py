@@ -28,7 +28,36 @@ notifications, and ``engine`` the turns and threads.
 
 from __future__ import annotations
 
-from adapters.codex._cli import PINNED_VERSION, check_version, resolve_binary, sandbox_mode
+from adapters.codex._cli import (
+    PINNED_VERSION,
+    CodexSettings,
+    check_version,
+    doctor,
+    resolve_binary,
+    sandbox_mode,
+)
 from adapters.codex.engine import CodexEngine
+from condensate.engine import EngineInfo
 
-__all__ = ["PINNED_VERSION", "CodexEngine", "check_version", "resolve_binary", "sandbox_mode"]
+ENGINE = EngineInfo(
+    name="codex",
+    title="Codex",
+    make=CodexEngine,
+    checkpoints="after-each-response",
+    ceiling_share=0.40,
+    ceiling_cap=120_000,
+    heads="asked",
+    restarts=True,
+    settings=CodexSettings,
+    check=doctor,
+)
+
+__all__ = [
+    "ENGINE",
+    "PINNED_VERSION",
+    "CodexEngine",
+    "CodexSettings",
+    "check_version",
+    "resolve_binary",
+    "sandbox_mode",
+]

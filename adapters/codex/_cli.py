@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from adapters import _child
 from condensate import mcp
-from condensate.engine import EngineEnv, ThreadSpec
+from condensate.engine import EngineEnv, EngineSettings, ThreadSpec
 from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model
 
@@ -40,6 +42,36 @@ TEMPLATE_SLUG = "gpt-5.5"
 SANDBOXES = frozenset({"read-only", "workspace-write", "danger-full-access"})
 
 check_version = CLI.check_version
+
+
+class CodexSettings(EngineSettings):
+    codex_binary: str | None = None
+    """``CONDENSATE_CODEX_BINARY``: the ``codex`` CLI (default: the repo's pinned
+    ``node_modules/.bin/codex``, else PATH)."""
+    codex_windowing: bool = True
+    """``CONDENSATE_CODEX_WINDOWING``: ``0`` hands compaction back to Codex (applied when a
+    Codex session restarts)."""
+    window_ceiling_pi: int | None = Field(default=None, gt=0)
+    """``CONDENSATE_WINDOW_CEILING_PI``: the operator's cap on Codex's ceiling (the same
+    variable caps the native loop's)."""
+
+    def ceiling_cap(self) -> int | None:
+        return self.window_ceiling_pi
+
+    def windowing(self) -> bool:
+        return self.codex_windowing
+
+
+def settings_of(env: EngineEnv) -> CodexSettings:
+    """The engine's settings: those the daemon gave, else the environment's."""
+    return env.settings if isinstance(env.settings, CodexSettings) else CodexSettings()
+
+
+def doctor(settings: EngineSettings) -> str:
+    """The binary the settings name and its version; raises ``ConfigError`` saying why not."""
+    own = settings if isinstance(settings, CodexSettings) else CodexSettings()
+    binary = resolve_binary(own.codex_binary)
+    return f"{check_version(binary)} ({binary})"
 
 
 def resolve_binary(configured: str | None) -> str:
@@ -229,7 +261,7 @@ def prepare_home(binary: str, spec: ThreadSpec, env: EngineEnv, codex_home: Path
     (``CONDENSATE_CODEX_WINDOWING``) takes effect when the session restarts."""
     codex_home.mkdir(parents=True, exist_ok=True, mode=0o700)
     catalog: Path | None = None
-    if env.codex_windowing:
+    if settings_of(env).codex_windowing:
         catalog = codex_home / "condensate-models.json"
         if not catalog.exists():
             entries = out_of_reach_catalog(bundled_catalog(binary, codex_home), model_slug(spec))

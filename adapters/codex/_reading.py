@@ -60,6 +60,7 @@ class TurnReader:
 
     spec: ThreadSpec
     env: EngineEnv
+    settings: _cli.CodexSettings
     server: AppServer | None
     codex_thread: str
     turn_id: str
@@ -123,7 +124,7 @@ class TurnReader:
                         if usage is not None:
                             model = _cli.model_slug(self.spec)
                             await ctx.append(self.responses.counted(usage, model, ctx.now))
-                            check_due = self.env.codex_windowing
+                            check_due = self.settings.codex_windowing
                     case "error":
                         read.overflow = read.overflow or is_overflow(params.get("error"))
                         await self._error(ctx, params, read)

@@ -12,27 +12,27 @@ notifications is ``_reading``'s half of the engine.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from typing import Any
 
 import structlog
 
 from adapters import _child
 from adapters._asks import AskTeller
 from adapters._texts import CONTINUE, resumed
+from adapters.cli_turn import Exchange, drive
 from adapters.codex import _cli
 from adapters.codex._reading import TurnReader
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
 from adapters.codex._translate import Responses
 from condensate import queries
 from condensate.engine import (
-    INTERRUPTED_BY_OPERATOR,
     Checkpoint,
     EngineEnv,
     ThreadSpec,
     TurnContext,
     TurnOutcome,
 )
-from condensate.events import ModelRefused, SystemLine, Window
+from condensate.events import Window
 from condensate.projector import Projection
 from condensate.render import render_window
 
@@ -41,7 +41,6 @@ log = structlog.get_logger()
 BASELINE_TOKENS = 10_000
 """Codex's own instructions, tool schemas and environment context: ~7.8k tokens for gpt-5.5
 (0.171.0, as the fake counts them). The first count replaces this estimate as the anchor."""
-MAX_THREADS_PER_TURN = 12
 OVERFLOW_WITHOUT_WINDOWING = (
     "the prompt no longer fits the model's window and Condensate's windowing is off "
     "(CONDENSATE_CODEX_WINDOWING=0); Codex did not compact in time"
@@ -49,14 +48,16 @@ OVERFLOW_WITHOUT_WINDOWING = (
 
 
 class CodexEngine(TurnReader):
-    """Runs turns of one ``codex`` thread through ``codex app-server``."""
+    """Runs turns of one ``codex`` thread through ``codex app-server`` (its turns are
+    ``cli_turn``'s; this is their ``CliSession``)."""
 
-    name: ClassVar[str] = "codex"
+    title = "Codex app-server"
 
     def __init__(self, spec: ThreadSpec, env: EngineEnv) -> None:
         _cli.check(spec)  # refused before the thread exists: nothing is logged
         self.spec = spec
         self.env = env
+        self.settings = _cli.settings_of(env)
         self.codex_home = env.home / "codex" / env.thread_id
         self.server: AppServer | None = None
         self.codex_thread = ""
@@ -106,7 +107,7 @@ class CodexEngine(TurnReader):
         self.operator_interrupt = self._interrupt_sent = False
         try:
             async with self._lock:
-                return await self._run_turn(ctx)
+                return await drive(self, ctx)
         except asyncio.CancelledError:
             # Cancelled mid-turn (an interrupt Codex did not honour in time, or the daemon
             # stopping): the app-server is inside a turn, so it ends here; the next turn
@@ -125,126 +126,86 @@ class CodexEngine(TurnReader):
         self.operator_interrupt = True
         await self._send_interrupt()
 
-    # -- a turn ---------------------------------------------------------------------------
+    # -- the shared turn's session (``cli_turn.CliSession``) ------------------------------
 
-    async def _run_turn(self, ctx: TurnContext) -> TurnOutcome:
-        started = await self._turn_start(ctx)
-        if isinstance(started, TurnOutcome):
-            return started
-        message = started
-        crashed = refused = False
-        last_text = ""
-        for _ in range(MAX_THREADS_PER_TURN):
-            if self.interrupted():
-                return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
-            await self._ensure_server(ctx)
-            read = await self._read_turn(
-                ctx,
-                await self.asks.tell(
-                    ctx, message, fallback=CONTINUE, where="its input", session_id=self.codex_thread
-                ),
-            )
-            last_text = queries.last_text(ctx.view) or last_text
-            if self.interrupted():
-                if read.how == "exited":
-                    await self._crashed(ctx)
-                return TurnOutcome("interrupted", INTERRUPTED_BY_OPERATOR, last_text)
-            if read.credential is not None:
-                if read.how == "exited":
-                    await self._crashed(ctx)
-                await ctx.append(
-                    SystemLine(
-                        at=ctx.now(),
-                        code="authentication-failed",
-                        text=f"The turn failed: {read.credential}.",
-                    )
-                )
-                return TurnOutcome("failed", read.credential, last_text)
-            if read.how == "exited":
-                await self._crashed(ctx)
-                if crashed:
-                    return TurnOutcome(
-                        "failed", "codex app-server exited twice in one turn", last_text
-                    )
-                crashed = True
-                message = resumed("Codex app-server")
-                continue
-            if read.stop is not None:
-                return TurnOutcome("stopped", read.stop, last_text)
-            if read.missed is not None:
-                return TurnOutcome("failed", _missed(read.missed), last_text)
-            if read.overflow:
-                await ctx.append(
-                    ModelRefused(at=ctx.now(), message=str((read.error or {}).get("message")))
-                )
-                if not self.env.codex_windowing:
-                    return TurnOutcome("failed", OVERFLOW_WITHOUT_WINDOWING, last_text)
-                if refused:
-                    return TurnOutcome(
-                        "failed",
-                        "the provider refused the prompt again after a forced window",
-                        last_text,
-                    )
-                refused = True
-                check = await ctx.checkpoint()
-                if check.stop is not None:
-                    return TurnOutcome("stopped", check.stop, last_text)
-                if check.missed is not None:
-                    return TurnOutcome("failed", _missed(check.missed), last_text)
-                read.window = True
-            if read.window or self.window_pending:
-                await self._new_thread(ctx, with_window=True)
-                if read.status == "completed" and not self.responses.held:
-                    # Codex ended the turn by itself before the window could act: the turn
-                    # is done; the next one goes on in the new thread.
-                    return TurnOutcome("completed", "", last_text)
-                message = CONTINUE
-                continue
-            if read.status != "completed":
-                detail = f"Codex ended the turn {read.status}: {(read.error or {}).get('message')}"
-                await ctx.append(SystemLine(at=ctx.now(), code="engine-error", text=detail[:500]))
-                return TurnOutcome("failed", detail[:500], last_text)
-            after = await self._check(ctx)
-            if after is not None and self.env.restarts_for(after.window):
-                await self._new_thread(ctx, with_window=True)
-            if self.asks.untold(ctx):
-                message = ""  # the ask opened during the turn: tell the head in a follow-up
-                continue
-            return TurnOutcome("completed", "", last_text)
-        return TurnOutcome(
-            "failed", f"{MAX_THREADS_PER_TURN} Codex threads started in one turn", last_text
-        )
+    def current_session(self) -> str:
+        return self.codex_thread
 
-    async def _turn_start(self, ctx: TurnContext) -> str | TurnOutcome:
-        """The turn's first input. A compaction queued between turns (an operator's answer to
-        an ask) is taken here; a view with history and no Codex thread (a daemon restart)
-        starts a Codex thread with the view as its window."""
-        check = await self._check(ctx)
-        if check is not None:
-            if check.stop is not None:
-                return TurnOutcome("stopped", check.stop, "")
-            if check.missed is not None:
-                return TurnOutcome("failed", _missed(check.missed), "")
-            if self.env.restarts_for(check.window):
-                self.window_pending = True
+    def windowing(self) -> bool:
+        return self.settings.codex_windowing
+
+    def missed(self, reason: str) -> str | None:
+        return _missed(reason)
+
+    def unwindowed_overflow(self) -> str:
+        return OVERFLOW_WITHOUT_WINDOWING
+
+    async def check(self, ctx: TurnContext) -> Checkpoint | None:
+        return await self._check(ctx)
+
+    async def opening(self, ctx: TurnContext) -> str:
+        """The turn's input: the human messages since Codex last saw the view. A view with
+        history and no Codex thread (a daemon restart) starts one with the view as its
+        window."""
         await self._ensure_server(ctx)
-        if self.window_pending or (not self.codex_thread and queries.has_history(ctx.view)):
-            await self._new_thread(ctx, with_window=True)
-        elif not self.codex_thread:
-            await self._new_thread(ctx, with_window=False)
+        if not self.codex_thread:
+            await self._new_thread(ctx, with_window=queries.has_history(ctx.view))
         texts = queries.human_since(ctx.view, self.sent_upto)
         self.sent_upto = ctx.view.last_seq
         return "\n\n".join(texts) or CONTINUE
 
+    async def start_window(self, ctx: TurnContext, *, forced: bool) -> str:
+        """A fresh Codex thread with the window injected: the turn goes on there."""
+        await self.window_after_turn(ctx)
+        return CONTINUE
+
+    async def window_after_turn(self, ctx: TurnContext) -> None:
+        await self._ensure_server(ctx)
+        await self._new_thread(ctx, with_window=True)
+
+    async def ready(self, ctx: TurnContext) -> None:
+        await self._ensure_server(ctx)
+
+    async def exchange(self, ctx: TurnContext, message: str) -> Exchange:
+        read = await self._read_turn(ctx, message)
+        error = read.error or {}
+        done = Exchange(
+            exited=read.how == "exited",
+            credential=read.credential,
+            stop=read.stop,
+            missed=read.missed,
+            overflow=str(error.get("message")) if read.overflow else None,
+            window=read.window,
+            finished=read.status == "completed" and not self.responses.held,
+            text=queries.last_text(ctx.view),
+        )
+        if read.how != "exited" and read.status != "completed":
+            done.error = f"Codex ended the turn {read.status}: {error.get('message')}"
+        return done
+
+    async def settle(self, ctx: TurnContext, exchange: Exchange, why: str) -> None:
+        if exchange.exited:
+            exchange.returncode = await self._crashed(ctx)
+
+    async def crashed(self, ctx: TurnContext, exchange: Exchange) -> str:
+        exchange.returncode = await self._crashed(ctx)
+        return resumed("Codex app-server")
+
+    async def after_turn(self, ctx: TurnContext) -> None:
+        """The check after a turn: a window it takes starts a Codex thread for the next."""
+        after = await self._check(ctx)
+        if after is not None and self.env.restarts_for(after.window):
+            await self._new_thread(ctx, with_window=True)
+
     async def _check(self, ctx: TurnContext) -> Checkpoint | None:
         """The window check, when Condensate windows this thread."""
-        if not self.env.codex_windowing:
+        if not self.settings.codex_windowing:
             return None
         return await ctx.checkpoint()
 
-    async def _crashed(self, ctx: TurnContext) -> None:
+    async def _crashed(self, ctx: TurnContext) -> int | None:
         """The app-server died mid-turn: close what it left open and note it; the next start
-        resumes the same Codex thread."""
+        resumes the same Codex thread. Its exit status."""
         events = self.responses.interrupted("the codex app-server exited", ctx.now)
         if events:
             await ctx.append(events)
@@ -258,6 +219,7 @@ class CodexEngine(TurnReader):
             "cli-exited",
             f"exit {returncode} mid-turn; {_child.stderr_tail(self.codex_home)}",
         )
+        return returncode
 
     # -- the app-server and its threads ---------------------------------------------------
 
@@ -265,7 +227,7 @@ class CodexEngine(TurnReader):
         """A running app-server; a new one resumes the Codex thread the last one ran."""
         if self.server is not None:
             return
-        binary = _cli.resolve_binary(self.env.codex_binary)
+        binary = _cli.resolve_binary(self.settings.codex_binary)
         version = await asyncio.to_thread(_cli.check_version, binary)
         await asyncio.to_thread(_cli.prepare_home, binary, self.spec, self.env, self.codex_home)
         process = await _child.spawn(

@@ -222,12 +222,12 @@ class Gateway:
         return grant
 
     def add_routes(self, app: web.Application) -> None:
-        app.router.add_route("*", PREFIX + "/{api}/{tail:.*}", self.handle)
+        app.router.add_route("*", PREFIX + "/{provider}/{tail:.*}", self.handle)
 
     # -- a request ----------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["api"]
+        name = request.match_info["provider"]
         if name not in APIS:
             return web.json_response(
                 {"error": "not-found", "detail": f"The gateway serves {', '.join(APIS)}."},

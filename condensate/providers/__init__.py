@@ -57,7 +57,7 @@ def parse_model(model: str) -> ModelName:
             msg = f"Model {model!r} names a provider but no model."
             raise ConfigError(msg)
         return ModelName(prefix, name)
-    if model.startswith("claude"):
+    if model.startswith("claude-"):
         return ModelName("anthropic", model)
     if re.match(r"^(gpt|o\d|codex)", model):
         return ModelName("openai", model)

@@ -14,13 +14,7 @@ from condensate.replay.config import (
     SINGLE_SUMMARY_SHARE,
     ReplayConfig,
 )
-from condensate.replay.loading import (
-    ARGUMENT_CHARS,
-    argument_of,
-    from_claude,
-    from_codex,
-    load,
-)
+from condensate.replay.loading import load
 from condensate.replay.policies import (
     CondensatePolicy,
     Policy,
@@ -52,6 +46,7 @@ from condensate.replay.stand_in import (
     stand_in_summary,
     touched_files,
 )
+from condensate.replay.transcripts import ARGUMENT_CHARS, TranscriptFormat, argument_of, formats
 
 __all__ = [
     "ARGUMENT_CHARS",
@@ -78,11 +73,11 @@ __all__ = [
     "Report",
     "Run",
     "SingleSummaryPolicy",
+    "TranscriptFormat",
     "UnmanagedPolicy",
     "argument_of",
     "default_prices",
-    "from_claude",
-    "from_codex",
+    "formats",
     "from_events",
     "load",
     "make_policy",

@@ -62,7 +62,7 @@ _KEEP = (
 """What a replay takes from a recorded log; windows, usage and asks are the policy's to decide."""
 
 
-_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def from_events(name: str, source: str, events: Iterable[Event]) -> Recording:
@@ -104,7 +104,7 @@ def first_prompt_baseline(events: Sequence[Event], prompt: int | None) -> int:
 def write_events(path: Path, recording: Recording) -> None:
     """A recording as Condensate events, one JSON object a line (``load`` reads it back)."""
     created = ThreadCreated(
-        at=recording.events[0].at if recording.events else _EPOCH,
+        at=recording.events[0].at if recording.events else EPOCH,
         engine=recording.engine,
         model=recording.model,
         cwd="/replay",

@@ -37,7 +37,7 @@ from condensate.providers.windows import from_table
 from condensate.replay.billing import Bill
 from condensate.replay.config import DEFAULT_WINDOW, ReplayConfig
 from condensate.replay.policies import Policy, make_policy
-from condensate.replay.recording import _EPOCH, Recording
+from condensate.replay.recording import EPOCH, Recording
 from condensate.replay.report import PolicyResult, Report, windows_by_call
 from condensate.replay.stand_in import FAKE_CURATOR, FAKE_CURATOR_MODEL, stand_in_summary
 from condensate.retention import CallRecord, check, pair_problems
@@ -112,7 +112,7 @@ class Run:
     first_overflow_call: int | None = None
     cumulative: list[float] = field(default_factory=list)
     """Weighted input billed after each recorded model call."""
-    now: datetime = _EPOCH
+    now: datetime = EPOCH
 
     # -- the log ------------------------------------------------------------------------------
 
@@ -146,7 +146,7 @@ class Run:
         recording = self.recording
         self.append(
             ThreadCreated(
-                at=recording.events[0].at if recording.events else _EPOCH,
+                at=recording.events[0].at if recording.events else EPOCH,
                 engine=recording.engine,
                 model=recording.model,
                 cwd="/replay",
@@ -270,7 +270,7 @@ def _fake_model(recording: Recording) -> str:
     """The name the thread's calls use on the fake: the recorded one when tiktoken would not
     look for another encoding (a download, offline), else a Claude-like stand-in."""
     bare = bare_model(recording.model)
-    return bare if bare.startswith("claude") else f"claude-replay-{bare}"
+    return bare if bare.startswith("claude-") else f"claude-replay-{bare}"
 
 
 async def replay(

@@ -16,10 +16,10 @@ import aiohttp
 import anyio
 from aiohttp import web
 
-from adapters import ENGINES
 from condensate.app import open_store, upstream
 from condensate.curator import Curator
-from condensate.engine import EngineFactory
+from condensate.engine import Engines, EngineSettings
+from condensate.engines import installed
 from condensate.eventlog import EventStore
 from condensate.gateway import Gateway
 from condensate.meter import ModelWindow
@@ -38,7 +38,8 @@ async def runtime_on(
     fake: FakeModelServer,
     *,
     recovered: bool = False,
-    engines: Mapping[str, EngineFactory] = ENGINES,
+    engines: Engines | None = None,
+    engine_settings: Mapping[str, EngineSettings] | None = None,
     wrap: ClientWrap | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Runtime]:
@@ -66,7 +67,15 @@ async def runtime_on(
 
         async with _opened(settings) as log:
             curator = Curator(settings.curator(), client_for)
-            runtime = Runtime(settings, log, engines, curator, client_for, window_for)
+            runtime = Runtime(
+                settings,
+                log,
+                installed() if engines is None else engines,
+                curator,
+                client_for,
+                window_for,
+                engine_settings=engine_settings,
+            )
             gateway = Gateway(upstream(settings), runtime, session, admitter=runtime)
             app = web.Application()
             gateway.add_routes(app)

@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
-from adapters.native import NativeEngine, tool_specs
-from adapters.native_shell import PROVIDER_KEYS, is_secret, shell_environment
-from adapters.native_tools import NATIVE_PERMISSIONS, run_tool
+from adapters.native.engine import NativeEngine, tool_specs
+from adapters.native.shell import PROVIDER_KEYS, is_secret, shell_environment
+from adapters.native.tools import NATIVE_PERMISSIONS, run_tool
 from adapters.tool_contract import ToolContext
 from condensate.engine import ThreadSpec
 from condensate.errors import Refused

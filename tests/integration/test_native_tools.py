@@ -11,7 +11,7 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from adapters.native_tools import (
+from adapters.native.tools import (
     MAX_FILES,
     MAX_MATCHES,
     TOOLS,

@@ -50,8 +50,8 @@ async def test_replay_takes_the_windows_the_daemon_took(tmp_path: Path) -> None:
             with anyio.fail_after(120):
                 await thread.turn_done.wait()
             events = await runtime.log.events(thread.thread_id)
-            planner = runtime.planner_settings
-            ceilings = runtime.settings.ceilings()
+            planner = thread.profile.planner
+            ceilings = thread.profile.ceilings
             db = runtime.settings.db_path
     daemon = windows_by_call(e.event for e in events)
     assert len(daemon) >= 2, daemon

@@ -3,16 +3,15 @@ the loop running, windows that close an overtaken ask, and checkpoints that wait
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import anyio
 
-from adapters import ENGINES
 from condensate import asks
-from condensate.engine import EngineFactory, ThreadSpec
+from condensate.engine import Engines, ThreadSpec
 from condensate.events import ModelUsage, UserMessage, Window, now_utc
 from condensate.planner import Ask, Cut
 from condensate.runtime import Runtime
@@ -25,7 +24,7 @@ from tests.integration.harness import runtime_on
 @asynccontextmanager
 async def running(
     tmp_path: Path,
-    engines: Mapping[str, EngineFactory] = ENGINES,
+    engines: Engines | None = None,
     fake: FakeModelServer | None = None,
 ) -> AsyncIterator[Runtime]:
     """A runtime with its task group (``harness.runtime_on``). ``fake`` is a server the caller

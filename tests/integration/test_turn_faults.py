@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from adapters import ENGINES
-from adapters.native import NativeEngine
+from adapters.native.engine import NativeEngine
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     EngineEnv,
@@ -22,6 +22,7 @@ from condensate.engine import (
     TurnContext,
     TurnOutcome,
 )
+from condensate.engines import installed
 from condensate.errors import Refused
 from condensate.runtime import Runtime
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
@@ -76,7 +77,8 @@ async def test_an_exception_in_one_turn_ends_that_turn_and_no_other(tmp_path):
     is answered: the runtime is still up."""
     async with FakeModelServer() as fake:
         fake.queue(Slow(Text("slow one done"), chunk_delay=0.05, chunks=10), Text("later done"))
-        async with running(tmp_path, {**ENGINES, "api": Crashing}, fake) as runtime:
+        crashing = {"api": replace(installed()["api"], make=Crashing)}
+        async with running(tmp_path, crashing, fake) as runtime:
             slow = await start(runtime, tmp_path, "take your time")
             crashed = await start(runtime, tmp_path, "crash")
             await done(crashed)

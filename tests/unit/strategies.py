@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from condensate.ceilings import CeilingSettings
 from condensate.events import Engine
 from condensate.tiers import TierSettings
+from tests.profiles import shaped
 
 REREAD = ("read", "search", "grep")
 ACTION = ("shell", "edit", "write")
@@ -223,7 +224,12 @@ def decode_scenario(header: int, values: list[int]) -> Scenario:
         window=window,
         resolved=resolved,
         baseline=baseline,
-        ceilings=CeilingSettings(cap_all=caps[0], cap_claude=caps[1], cap_pi=caps[2]),
+        ceilings=shaped(
+            engine,
+            CeilingSettings(cap_all=caps[0]),
+            window_ceiling_claude=caps[1],
+            window_ceiling_pi=caps[2],
+        ).ceilings,
         brief_tokens=bits.between(1, 3_000),
         brief_pinned=bits.flag(),
         steps=played,

@@ -12,6 +12,9 @@ from condensate.ceilings import (
     ordinary_line,
     working_ceiling,
 )
+from condensate.engines import installed, profile
+from condensate.planner import PlannerSettings
+from tests.profiles import shaped
 
 DEFAULT = CeilingSettings()
 
@@ -31,30 +34,39 @@ DEFAULT = CeilingSettings()
     ],
 )
 def test_default_ceiling_is_a_capped_share_with_a_floor(engine, window, expected):
-    """The ceiling is 40 % (cap 120k) for api and Codex, 75 % (cap 200k) for Claude Code,
-    never below 48,000 nor above the window."""
-    assert working_ceiling(engine, window, DEFAULT) == expected
+    """The ceiling is the share and cap the engine declares, 40 % (cap 120k) for api and
+    Codex, 75 % (cap 200k) for Claude Code, never below 48,000 nor above the window."""
+    assert working_ceiling(window, shaped(engine).ceilings) == expected
 
 
 @pytest.mark.parametrize(
-    ("engine", "settings", "expected"),
+    ("engine", "cap_all", "own", "expected"),
     [
-        ("claude", CeilingSettings(cap_claude=100_000), 100_000),
-        ("claude", CeilingSettings(cap_claude=500_000), 150_000),  # never raises
-        ("claude", CeilingSettings(cap_pi=50_000), 150_000),  # _PI is not for Claude Code
-        ("api", CeilingSettings(cap_pi=50_000), 50_000),  # _PI covers the native loop
-        ("codex", CeilingSettings(cap_pi=50_000), 50_000),  # ... and Codex
-        ("api", CeilingSettings(cap_claude=50_000), 80_000),
-        ("claude", CeilingSettings(cap_all=90_000), 90_000),  # the general cap, every engine
-        ("codex", CeilingSettings(cap_all=90_000), 80_000),
-        ("api", CeilingSettings(cap_all=70_000, cap_pi=60_000), 60_000),  # the lower one wins
-        ("api", CeilingSettings(cap_all=20_000), 20_000),  # an operator may go below the floor
+        ("claude", None, {"window_ceiling_claude": 100_000}, 100_000),
+        ("claude", None, {"window_ceiling_claude": 500_000}, 150_000),  # never raises
+        ("claude", None, {"window_ceiling_pi": 50_000}, 150_000),  # _PI is not for Claude Code
+        ("api", None, {"window_ceiling_pi": 50_000}, 50_000),  # _PI covers the native loop
+        ("codex", None, {"window_ceiling_pi": 50_000}, 50_000),  # ... and Codex
+        ("api", None, {"window_ceiling_claude": 50_000}, 80_000),
+        ("claude", 90_000, {}, 90_000),  # the general cap, every engine
+        ("codex", 90_000, {}, 80_000),
+        ("api", 70_000, {"window_ceiling_pi": 60_000}, 60_000),  # the lower one wins
+        ("api", 20_000, {}, 20_000),  # an operator may go below the floor
     ],
 )
-def test_operator_caps_lower_and_never_raise(engine, settings, expected):
-    """CONDENSATE_WINDOW_CEILING_CLAUDE, _PI and CONDENSATE_WINDOW_CEILING lower the ceiling
-    of the engines they cover, never raise it (window 200k)."""
-    assert working_ceiling(engine, 200_000, settings) == expected
+def test_operator_caps_lower_and_never_raise(engine, cap_all, own, expected):
+    """CONDENSATE_WINDOW_CEILING_CLAUDE, _PI (each read by the engines it covers) and
+    CONDENSATE_WINDOW_CEILING lower the ceiling, never raise it (window 200k)."""
+    ceilings = shaped(engine, CeilingSettings(cap_all=cap_all), **own).ceilings
+    assert working_ceiling(200_000, ceilings) == expected
+
+
+def test_an_engines_cap_variable_reaches_its_ceiling(monkeypatch):
+    """The engines' own settings read their cap from the environment, as the daemon's do."""
+    monkeypatch.setenv("CONDENSATE_WINDOW_CEILING_CLAUDE", "90000")
+    info = installed()["claude"]
+    shaped_ = profile(info, CeilingSettings(), PlannerSettings())
+    assert working_ceiling(200_000, shaped_.ceilings) == 90_000
 
 
 def test_lines_keep_an_output_reserve_and_heads_use_the_window():

@@ -33,7 +33,7 @@ def env(tmp_path: Path, *, codex_windowing: bool = True) -> EngineEnv:
         openai_api_key="sk-test",
         daemon_url="http://127.0.0.1:4741",
         daemon_token=TOKEN,
-        codex_windowing=codex_windowing,
+        settings=_cli.CodexSettings(codex_windowing=codex_windowing),
     )
 
 

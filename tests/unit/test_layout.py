@@ -1,16 +1,18 @@
-"""The layout holds its lines: no import runs in a circle (type-only imports included), and
-the core never imports the engines (``adapters``) but through the composition root that
-starts the daemon."""
+"""The layout holds its lines: no import runs in a circle (type-only imports included), the
+core never imports the engines (``adapters``; it finds them through their entry points), and
+the core names no engine: what it knows of one, the engine's package declares."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+from condensate.engines import installed
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("condensate", "adapters")
-COMPOSITION_ROOTS = {"condensate.app"}
-"""Where the daemon is put together: the one place in ``condensate`` that names the engines."""
+TEST_SUPPORT = "condensate.testing"
+"""Fakes and builders for tests (a thread builder's default engine): not the core."""
 
 
 def modules() -> dict[str, Path]:
@@ -95,20 +97,60 @@ def test_no_import_runs_in_a_circle() -> None:
     assert cycles(graph()) == []
 
 
-def test_the_core_never_imports_the_engines() -> None:
-    edges = graph()
-    crossing = {
+def crossings(edges: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each core module's imports of the engines."""
+    found = {
         name: sorted(d for d in deps if d.split(".")[0] == "adapters")
         for name, deps in edges.items()
-        if name.split(".")[0] == "condensate" and name not in COMPOSITION_ROOTS
+        if name.split(".")[0] == "condensate"
     }
-    assert {name: deps for name, deps in crossing.items() if deps} == {}
+    return {name: deps for name, deps in found.items() if deps}
 
 
-def test_the_check_sees_a_circle_and_a_crossing() -> None:
-    """The checks can fail: a circle of two modules is found, and so is the core naming an
-    engine (the composition root aside)."""
+def engine_names_in(source: str, engines: set[str]) -> list[tuple[int, str]]:
+    """Where ``source`` spells an engine's name as a string (docstrings aside): a rule, a
+    default or a comparison about one engine, which belongs in its package."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value in engines
+        and id(node) not in docstrings
+    ]
+
+
+def test_the_core_never_imports_the_engines() -> None:
+    assert crossings(graph()) == {}
+
+
+def test_the_core_names_no_engine() -> None:
+    """No module of the core (test support aside) spells an installed engine's name."""
+    engines = set(installed())
+    assert {"api", "claude", "codex"} <= engines
+    named = {
+        name: found
+        for name, path in modules().items()
+        if name.split(".")[0] == "condensate" and not name.startswith(TEST_SUPPORT)
+        if (found := engine_names_in(path.read_text(encoding="utf-8"), engines))
+    }
+    assert named == {}
+
+
+def test_the_checks_see_a_circle_a_crossing_and_a_name() -> None:
+    """The checks can fail: a circle of two modules is found, a core module importing an
+    engine is, and so is a rule that names an engine (its docstring may)."""
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert crossings({"condensate.x": {"adapters.y", "condensate.z"}}) == {
+        "condensate.x": ["adapters.y"]
+    }
+    source = 'def f(e):\n    """For "codex" only."""\n    return e == "codex"\n'
+    assert engine_names_in(source, {"codex"}) == [(3, "codex")]
     edges = graph()
-    assert "adapters" in {d.split(".")[0] for d in edges["condensate.app"]}
-    assert any(d.startswith("condensate") for d in edges["adapters.native"])
+    assert any(d.startswith("condensate") for d in edges["adapters.native.engine"])

@@ -22,17 +22,22 @@ from condensate.planner import (
 )
 from condensate.projector import PAUSE_CODE
 from condensate.testing.threads import ThreadBuilder
+from tests.profiles import shaped
 
 WINDOW = 200_000  # api: ceiling 80,000, line 71,808
 SETTINGS = PlannerSettings()
 
 
 def usage(b: ThreadBuilder, window: int = WINDOW, **caps: int) -> ContextUsage:
-    return measure(b.view, ModelWindow(window, True), CeilingSettings(**caps))
+    ceilings = shaped(b.view.engine, CeilingSettings(**caps)).ceilings
+    return measure(b.view, ModelWindow(window, True), ceilings)
 
 
 def decide(b: ThreadBuilder, window: int = WINDOW, **caps: int):
-    return plan(b.view, usage(b, window, **caps), SETTINGS, b.clock)
+    """The planner's decision, with the settings the thread's engine is planned with."""
+    return plan(
+        b.view, usage(b, window, **caps), shaped(b.view.engine, planner=SETTINGS).planner, b.clock
+    )
 
 
 def take(b: ThreadBuilder, decision, summary: str = "summary of earlier work", tokens=500):

@@ -12,7 +12,6 @@ from typing import Any
 from hypothesis import example, given, note, settings
 
 from condensate import projector
-from condensate.ceilings import CeilingSettings
 from condensate.events import (
     AskOpened,
     AssistantMessage,
@@ -28,6 +27,7 @@ from condensate.planner import Ask, Cut, Decision, HoldBack, PlannerSettings, St
 from condensate.projector import Projection
 from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
+from tests.profiles import shaped
 from tests.unit.strategies import (
     Action,
     Answer,
@@ -54,7 +54,8 @@ EXAMPLES = settings(max_examples=1000, deadline=None)
 def scripted(engine: Engine, head: bool, window: int, *actions: Action) -> Scenario:
     """A hand-written scenario for ``@example``: a 100-token brief, a 2,000-token baseline."""
     steps = tuple(Step(action, 100, False) for action in actions)
-    return Scenario(engine, head, window, True, 2_000, CeilingSettings(), 100, False, steps, 0)
+    ceilings = shaped(engine).ceilings
+    return Scenario(engine, head, window, True, 2_000, ceilings, 100, False, steps, 0)
 
 
 def calls(tool: str, tokens: int) -> Calls:
@@ -214,7 +215,7 @@ class Runtime:
         b = self.b
         for _ in range(3):
             usage = self.usage()
-            decision = plan(b.view, usage, PLANNER, b.clock)
+            decision = plan(b.view, usage, shaped(self.scenario.engine).planner, b.clock)
             self.script.append(decision)
             if isinstance(decision, Cut):
                 if (
@@ -289,7 +290,7 @@ def transcript(script: list[str | tuple[Any, ...] | Decision]) -> str:
             lines.append(f"b.{name}({', '.join(shown)})")
         else:
             lines.append(
-                f"d = plan(b.view, measure(b.view, w, c), PlannerSettings(), b.clock)"
+                "d = plan(b.view, measure(b.view, w, c), shaped(b.view.engine).planner, b.clock)"
                 f"  # {describe(item)}"
             )
     return "\n".join(lines)

@@ -4,7 +4,6 @@ summary estimate that counts the record, and no second summary before a model ca
 
 from __future__ import annotations
 
-from condensate.ceilings import CeilingSettings
 from condensate.curator import replaced_entries, verbatim_items, with_verbatim_record
 from condensate.events import EngineNotice, UserMessage, Window
 from condensate.meter import ContextUsage, ModelWindow, measure
@@ -21,6 +20,7 @@ from condensate.tiers import (
     verbatim_error,
 )
 from condensate.tokens import estimate
+from tests.profiles import shaped
 
 WINDOW = 200_000  # api: ceiling 80,000, line 71,808
 SETTINGS = PlannerSettings()
@@ -29,11 +29,12 @@ CAPPED = estimate("x" * VERBATIM_ERROR_CHARS)
 
 
 def usage(b: ThreadBuilder) -> ContextUsage:
-    return measure(b.view, ModelWindow(WINDOW, True), CeilingSettings())
+    return measure(b.view, ModelWindow(WINDOW, True), shaped(b.view.engine).ceilings)
 
 
 def decide(b: ThreadBuilder) -> Decision:
-    return plan(b.view, usage(b), SETTINGS, b.clock)
+    """The planner's decision, with the settings the thread's engine is planned with."""
+    return plan(b.view, usage(b), shaped(b.view.engine, planner=SETTINGS).planner, b.clock)
 
 
 def take(

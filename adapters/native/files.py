@@ -19,8 +19,8 @@ from typing import Any
 
 import anyio
 
-from adapters.native_output import capped
-from adapters.native_permissions import OutsideCwd, locate, reachable
+from adapters.native.output import capped
+from adapters.native.permissions import OutsideCwd, locate, reachable
 from adapters.tool_contract import (
     EDIT_PARAMETERS,
     READ_PARAMETERS,

@@ -22,7 +22,7 @@ import anyio
 import anyio.abc
 
 from adapters._child import reaped
-from adapters.native_output import HeadTail
+from adapters.native.output import HeadTail
 from adapters.tool_contract import (
     SHELL_PARAMETERS,
     ToolContext,

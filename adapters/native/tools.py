@@ -17,9 +17,9 @@ from typing import Any
 
 import structlog
 
-from adapters.native_files import MAX_FILES, MAX_MATCHES, SKIP_DIRS, edit, read, search, write
-from adapters.native_permissions import NATIVE_PERMISSIONS, refusal
-from adapters.native_shell import shell
+from adapters.native.files import MAX_FILES, MAX_MATCHES, SKIP_DIRS, edit, read, search, write
+from adapters.native.permissions import NATIVE_PERMISSIONS, refusal
+from adapters.native.shell import shell
 from adapters.tool_contract import (
     EDIT_PARAMETERS,
     READ_PARAMETERS,

@@ -7,7 +7,7 @@ taken at the next check, in place of the curator's summary.
 
 A call is answered with an error result, never run, when its arguments could not be read,
 when it names a tool outside the thread's ``tools``, or when the thread's ``permissions``
-forbid it (``native_permissions``); the turn goes on, so the model can correct itself.
+forbid it (``permissions``); the turn goes on, so the model can correct itself.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import structlog
 
-from adapters.native_permissions import allows, needs_approval, permissions_problem
-from adapters.native_tools import TOOLS, run_tool
+from adapters.native.permissions import allows, needs_approval, permissions_problem
+from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.errors import ContextWindowExceeded, ProviderError, Refused
@@ -108,8 +108,6 @@ def system_prompt(spec: ThreadSpec) -> str:
 
 class NativeEngine:
     """Runs turns of one ``api`` thread."""
-
-    name: ClassVar[str] = "api"
 
     def __init__(self, spec: ThreadSpec, env: EngineEnv | None = None) -> None:
         if problem := permissions_problem(spec.permissions):

@@ -1,0 +1,105 @@
+"""The engines this daemon runs: those installed under the ``condensate.engines`` entry-point
+group, and each as the daemon's settings shape it (a ``Profile``).
+
+An engine package registers its ``EngineInfo`` in its distribution's metadata::
+
+    [project.entry-points."condensate.engines"]
+    echo = "echo_engine:ENGINE"
+
+so that a new engine needs no edit here or anywhere in the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib.metadata import entry_points
+
+from condensate.ceilings import CeilingSettings
+from condensate.engine import EngineInfo, Engines, EngineSettings
+from condensate.errors import ConfigError
+from condensate.planner import PlannerSettings
+from condensate.settings import Settings, read_settings
+
+GROUP = "condensate.engines"
+
+
+@cache
+def installed() -> Engines:
+    """Every engine installed, by name; an entry that is not an ``EngineInfo``, or whose
+    name is not its entry's, is a configuration error naming it."""
+    found: dict[str, EngineInfo] = {}
+    for point in entry_points(group=GROUP):
+        info = point.load()
+        if not isinstance(info, EngineInfo):
+            msg = f"The engine entry point {point.name} = {point.value} is not an EngineInfo."
+            raise ConfigError(msg)
+        if info.name != point.name:
+            msg = f"The engine entry point {point.name} names an engine called {info.name!r}."
+            raise ConfigError(msg)
+        found[info.name] = info
+    return found
+
+
+def names() -> list[str]:
+    """The installed engines' names, without importing them (for the command line's help)."""
+    return sorted({point.name for point in entry_points(group=GROUP)})
+
+
+def default_engine(engines: Engines) -> str:
+    """The engine a thread created without one runs on: the one that says it is the default,
+    else the only one."""
+    marked = sorted(name for name, info in engines.items() if info.default)
+    if len(marked) == 1:
+        return marked[0]
+    if not marked and len(engines) == 1:
+        return next(iter(engines))
+    msg = f"No single default engine among {sorted(engines)} (marked: {marked})."
+    raise ConfigError(msg)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An engine as this daemon runs it: what it declares, its own settings, and what its
+    threads are measured and planned with."""
+
+    info: EngineInfo
+    settings: EngineSettings
+    ceilings: CeilingSettings
+    planner: PlannerSettings
+
+
+def profile(
+    info: EngineInfo,
+    ceilings: CeilingSettings,
+    planner: PlannerSettings,
+    own: EngineSettings | None = None,
+) -> Profile:
+    """``info`` under the daemon's ``ceilings`` and ``planner`` settings and its own (read
+    from the environment when not given)."""
+    own = read_settings(info.settings) if own is None else own
+    shaped = replace(
+        ceilings, share=info.ceiling_share, cap=info.ceiling_cap, cap_engine=own.ceiling_cap()
+    )
+    return Profile(info, own, shaped, replace(planner, heads=info.heads, restarts=info.restarts))
+
+
+def profiles(
+    engines: Engines, settings: Settings, own: Mapping[str, EngineSettings] | None = None
+) -> dict[str, Profile]:
+    """A profile per engine; ``own`` overrides what an engine's settings read."""
+    given = own or {}
+    ceilings, planner = settings.ceilings(), settings.planner()
+    return {
+        name: profile(info, ceilings, planner, given.get(name)) for name, info in engines.items()
+    }
+
+
+def profile_of(name: str, settings: Settings) -> Profile:
+    """The installed engine ``name``'s profile (for a replay or a view outside the daemon)."""
+    engines = installed()
+    if name not in engines:
+        msg = f"The engine {name!r} is not installed (installed: {', '.join(sorted(engines))})."
+        raise ConfigError(msg)
+    return profile(engines[name], settings.ceilings(), settings.planner())
