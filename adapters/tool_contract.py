@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ARGUMENT_CHARS = 120
-
 
 @dataclass(frozen=True)
 class ToolContext:
@@ -183,12 +181,6 @@ def argument_problem(tool: str, arguments: object, schema: Mapping[str, Any]) ->
 def text_argument(arguments: object, key: str) -> str:
     value = arguments.get(key) if isinstance(arguments, Mapping) else None
     return value if isinstance(value, str) else ""
-
-
-def short(text: str) -> str:
-    """One line of at most ARGUMENT_CHARS characters, for a receipt."""
-    line = " ".join(text.split())
-    return line if len(line) <= ARGUMENT_CHARS else line[: ARGUMENT_CHARS - 1] + "…"
 
 
 def failed(output: str, argument: str) -> ToolOutcome:

@@ -110,7 +110,7 @@ async def _decide(runtime: Services, thread: Thread, size: int, ids: Sequence[st
             return Admission(False, f"The turn stops here: {done.stop}.")
         restarts = done.restarts
         if restarts is not None:
-            await thread.engine.apply_window(restarts, thread.projection)
+            await thread.engine.apply_window(restarts)
             return Admission(False, RESTARTING)
         usage = done.usage
         over = None if usage.used <= usage.line else _why_over(done)

@@ -40,7 +40,7 @@ async def ask_deadline(runtime: Services, thread: Thread, ask: AskOpened) -> Non
     async with thread.lock:
         done = await runtime.checkpoint(thread)
     if done.window is not None:
-        await thread.engine.apply_window(done.window, thread.projection)
+        await thread.engine.apply_window(done.window)
 
 
 def compaction(runtime: Services, thread: Thread) -> dict[str, Any]:

@@ -111,7 +111,7 @@ class EngineAdapter(Protocol):
 
     async def run_turn(self, ctx: TurnContext) -> TurnOutcome: ...
 
-    async def apply_window(self, window: Window, view: Projection) -> None:
+    async def apply_window(self, window: Window) -> None:
         """A window was taken outside the engine's own checkpoint (an ask's deadline): apply
         it the engine's way. The native loop needs nothing; it projects every call."""
         ...
@@ -232,6 +232,9 @@ class EngineInfo:
     and the gateway holds the old session's requests until the new one starts."""
     default: bool = False
     """The engine a thread created without one runs on."""
+    session_header: str | None = None
+    """The request header in which the engine's CLI names the session a model request
+    belongs to: through the gateway, a request naming an older session is refused."""
     settings: type[EngineSettings] = EngineSettings
     check: Callable[[EngineSettings], str] | None = None
     """What ``condensate doctor`` reports: the engine's binary and version; raises

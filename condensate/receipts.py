@@ -1,9 +1,15 @@
-"""What a cleared result is: its tool's category (re-readable, an action, control), and the
-one-line receipt that stands in for it in the view. Pure: no I/O. The projector writes
-receipts as it folds a window; the tiers choose what to clear by category.
+"""What a cleared result is: its tool's category (re-readable, an action, control), what its
+call names (the argument every engine logs with its result), and the one-line receipt that
+stands in for it in the view. Pure: no I/O. The engines name calls with ``argument_of``; the
+projector writes receipts as it folds a window; the tiers choose what to clear by category;
+retention reads receipts back with ``named_by``.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
 
 from condensate.events import ToolCategory, ToolResult
 
@@ -54,12 +60,63 @@ _CONTROL = {
 
 def categorize(tool: str) -> Category:
     """A tool's category from its name; unknown tools are actions (only collapse clears them)."""
-    name = tool.rsplit("__", 1)[-1].lower()
+    name = bare_tool(tool)
     if name in _CONTROL or any(word in name for word in ("recall", "retain", "approv")):
         return "control"
     if name in _REREAD:
         return "reread"
     return "action"
+
+
+ARGUMENT_CHARS = 120
+ARGUMENT_KEYS = ("file_path", "path", "notebook_path", "command", "cmd", "pattern", "url", "query")
+"""What names a call, first found first: a file, a command, a pattern, a URL, a query."""
+PATCH_TOOL = "apply_patch"
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+_RECEIPT = re.compile(r"\[receipt seq \d+: ([\w.-]+)\((.*?)\), \d+ tokens cleared")
+
+
+def bare_tool(tool: str) -> str:
+    """A tool's own name, lower case, without an MCP server's ``mcp__server__`` prefix."""
+    return tool.rsplit("__", 1)[-1].lower()
+
+
+def short(text: str) -> str:
+    """One line of at most ``ARGUMENT_CHARS`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= ARGUMENT_CHARS else line[: ARGUMENT_CHARS - 1] + "…"
+
+
+def argument_of(tool: str, arguments: Mapping[str, Any]) -> str:
+    """What a call names, on one short line: a patch's files (joined by ", "), else the first
+    of ``ARGUMENT_KEYS`` it has (a list joined by spaces); empty when it has none."""
+    if bare_tool(tool) == PATCH_TOOL:
+        paths = arguments.get("paths")
+        if isinstance(paths, list):
+            named = [str(p) for p in paths if p]
+        else:
+            raw = arguments.get("input") or arguments.get("patch") or ""
+            named = [n.strip() for n in _PATCH_FILE.findall(str(raw))]
+        if named:
+            return short(", ".join(named))
+    for key in ARGUMENT_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip():
+            return short(value)
+    return ""
+
+
+def files_named(tool: str, argument: str) -> list[str]:
+    """The files a call's argument names: a patch's several (joined by ", ", or as the
+    patch's own text names them), another call's one."""
+    if not argument:
+        return []
+    if bare_tool(tool) == PATCH_TOOL:
+        in_text = [n.strip() for n in _PATCH_FILE.findall(argument)]
+        return in_text or [n.strip() for n in argument.split(", ") if n.strip()]
+    return [argument]
 
 
 def receipt(result: ToolResult, seq: int, tokens: int) -> str:
@@ -73,3 +130,9 @@ def receipt(result: ToolResult, seq: int, tokens: int) -> str:
         back = "failed" if result.is_error else "completed"
         back = f"the action {back}; rerun or reread to see its effect"
     return f"[receipt seq {seq}: {what}, {tokens} tokens cleared; {back}]"
+
+
+def named_by(text: str) -> tuple[str, str] | None:
+    """(tool, argument) of the first receipt in ``text``, or None."""
+    found = _RECEIPT.search(text)
+    return None if found is None else (found[1], found[2])

@@ -17,7 +17,6 @@ history, the final view, the seqs that went into a summary, and what each model 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from condensate.events import Stored, ToolCall, ToolResult, UserMessage
 from condensate.projector import Projection
 from condensate.providers.types import Message, ToolOutput, ToolUse
+from condensate.receipts import bare_tool, files_named
 from condensate.render import render_window
 
 FILE_TOOLS = {
@@ -46,30 +46,19 @@ FILE_TOOLS = {
 }
 """Tool names (lower case, after any ``mcp__server__`` prefix) that read, edit or write files."""
 
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
-_RECEIPT = re.compile(r"\[receipt seq \d+: ([\w.-]+)\((.*?)\), \d+ tokens cleared")
 MAX_EXAMPLES = 5
 
 
 def file_tool(tool: str) -> str | None:
     """``read``, ``edit`` or ``write`` for a file tool's name, else None."""
-    return FILE_TOOLS.get(tool.rsplit("__", 1)[-1].lower())
+    return FILE_TOOLS.get(bare_tool(tool))
 
 
 def files_of(result: ToolResult) -> list[str]:
-    """The files a successful file-tool call touched: its argument, or a patch's files."""
+    """The files a successful file-tool call touched, as its argument names them."""
     if result.is_error or file_tool(result.tool) is None:
         return []
-    if result.tool.rsplit("__", 1)[-1].lower() == "apply_patch":
-        named = _PATCH_FILE.findall(result.argument)
-        return [n.strip() for n in named] or ([result.argument] if result.argument else [])
-    return [result.argument] if result.argument else []
-
-
-def receipt_file(receipt: str) -> tuple[str, str] | None:
-    """(tool, argument) named by a receipt line, or None."""
-    found = _RECEIPT.search(receipt)
-    return None if found is None else (found[1], found[2])
+    return files_named(result.tool, result.argument)
 
 
 def pair_problems(messages: Sequence[Message]) -> list[str]:

@@ -121,7 +121,7 @@ class Runtime:
     daemon_url: str = ""
     """The API's address for engines' tools; set by the composition root before ``recover``."""
     daemon_token: str = ""
-    gateway_for: Callable[[str], GatewayAccess] | None = None
+    gateway_for: Callable[[str, str | None], GatewayAccess] | None = None
     fleet: Owners | None = None
     """Who owns the threads of a log other daemons share (PostgreSQL); None: this daemon
     owns every thread in its log."""
@@ -298,7 +298,9 @@ class Runtime:
             settings=profile.settings,
             daemon_url=self.daemon_url,
             daemon_token=self.daemon_token,
-            gateway=None if self.gateway_for is None else self.gateway_for(thread_id),
+            gateway=None
+            if self.gateway_for is None
+            else self.gateway_for(thread_id, profile.info.session_header),
         )
 
     async def release(self, thread_id: str) -> None:

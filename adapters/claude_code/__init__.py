@@ -40,7 +40,7 @@ from adapters.claude_code._cli import (
     resolve_binary,
 )
 from adapters.claude_code._permissions import check, flags
-from adapters.claude_code._translate import _argument, _output
+from adapters.claude_code._translate import _output
 from adapters.claude_code.engine import ClaudeCodeEngine
 from condensate.engine import EngineInfo
 
@@ -53,6 +53,7 @@ ENGINE = EngineInfo(
     ceiling_cap=200_000,
     heads="asked",
     restarts=True,
+    session_header="x-claude-code-session-id",
     settings=ClaudeSettings,
     check=doctor,
 )
@@ -62,7 +63,6 @@ __all__ = [
     "PINNED_VERSION",
     "ClaudeCodeEngine",
     "ClaudeSettings",
-    "_argument",
     "_output",
     "check",
     "check_version",

@@ -18,7 +18,6 @@ from adapters._texts import AUTH_STATUSES, bad_credential
 from adapters.claude_code import _cli
 from adapters.claude_code._translate import (
     Replies,
-    _argument,
     api_retry,
     reply_of,
     text_without_calls,
@@ -27,6 +26,7 @@ from adapters.claude_code._translate import (
 )
 from condensate.engine import EngineEnv, TurnContext
 from condensate.events import AssistantMessage, EngineNotice, Event, ModelUsage, ToolResult
+from condensate.receipts import argument_of
 
 log = structlog.get_logger()
 
@@ -158,7 +158,10 @@ class TurnReader:
         tool_input = request.get("input") or {}
         verdict = await ctx.approve(
             str(request.get("tool_name") or ""),
-            _argument(tool_input if isinstance(tool_input, dict) else {}),
+            argument_of(
+                str(request.get("tool_name") or ""),
+                tool_input if isinstance(tool_input, dict) else {},
+            ),
             detail=json.dumps(tool_input)[:4000],
             call_id=str(request.get("tool_use_id") or "") or None,
         )

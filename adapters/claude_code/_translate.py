@@ -23,8 +23,7 @@ from condensate.events import (
     ToolResult,
 )
 from condensate.gateway.wire import HELD_MARK
-
-ARGUMENT_KEYS = ("file_path", "path", "notebook_path", "command", "pattern", "url", "query")
+from condensate.receipts import argument_of
 
 Clock = Callable[[], datetime]
 
@@ -200,7 +199,7 @@ class Replies:
                     at=now(),
                     call_id=call_id,
                     tool=call.name,
-                    argument=_argument(call.arguments),
+                    argument=argument_of(call.name, call.arguments),
                     output=_output(block.get("content")),
                     is_error=bool(block.get("is_error")),
                 )
@@ -215,21 +214,13 @@ class Replies:
                 at=now(),
                 call_id=call.id,
                 tool=call.name,
-                argument=_argument(call.arguments),
+                argument=argument_of(call.name, call.arguments),
                 output=f"Interrupted: {why} before this call finished; it may have run "
                 "in part. Check its effect before relying on it.",
                 is_error=True,
             )
             for call in calls.values()
         ]
-
-
-def _argument(arguments: dict[str, Any]) -> str:
-    for key in ARGUMENT_KEYS:
-        value = arguments.get(key)
-        if isinstance(value, str) and value:
-            return value if len(value) <= 200 else value[:197] + "..."
-    return ""
 
 
 def _output(content: Any) -> str:

@@ -37,7 +37,6 @@ from condensate.events import (
     Window,
 )
 from condensate.gateway.wire import HELD_MARK
-from condensate.projector import Projection
 from condensate.queries import has_history, human_since
 from condensate.render import render_window
 
@@ -130,7 +129,7 @@ class ClaudeCodeEngine(TurnReader):
     def baseline(self, spec: ThreadSpec) -> int:
         return BASELINE_TOKENS
 
-    async def apply_window(self, window: Window, view: Projection) -> None:
+    async def apply_window(self, window: Window) -> None:
         """During a turn, the next boundary (a tool result, or the turn's result) starts a
         session with the window. Outside a turn the session restarts now: the old process
         ends and the new one (a fork of the root, or fresh) starts at once; the window is its

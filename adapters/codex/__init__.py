@@ -48,6 +48,7 @@ ENGINE = EngineInfo(
     ceiling_cap=120_000,
     heads="asked",
     restarts=True,
+    session_header="thread-id",
     settings=CodexSettings,
     check=doctor,
 )

@@ -28,13 +28,13 @@ from condensate.events import (
     ToolResult,
 )
 from condensate.gateway.wire import HELD_MARK
+from condensate.receipts import argument_of
 
 Clock = Callable[[], datetime]
 CALL_ITEMS = frozenset(
     {"commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "webSearch"}
 )
 FAILED = frozenset({"failed", "declined"})
-ARGUMENT_LIMIT = 200
 
 
 @dataclass
@@ -155,7 +155,7 @@ def result_of(item: dict[str, Any], call: ToolCall, now: Clock) -> ToolResult:
         at=now(),
         call_id=call.id,
         tool=call.name,
-        argument=_argument(call),
+        argument=argument_of(call.name, call.arguments),
         output=output,
         is_error=failed,
     )
@@ -292,7 +292,7 @@ class Responses:
                 at=now(),
                 call_id=call.id,
                 tool=call.name,
-                argument=_argument(call),
+                argument=argument_of(call.name, call.arguments),
                 output=f"Interrupted: {why} before this call finished; it may have run "
                 "in part. Check its effect before relying on it.",
                 is_error=True,
@@ -308,16 +308,6 @@ def _command(item: dict[str, Any]) -> str:
     if len(actions) == 1 and actions[0].get("command"):
         return str(actions[0]["command"])
     return str(item.get("command") or "")
-
-
-def _argument(call: ToolCall) -> str:
-    for key in ("path", "command", "query"):
-        value = call.arguments.get(key)
-        if isinstance(value, str) and value:
-            if len(value) <= ARGUMENT_LIMIT:
-                return value
-            return value[: ARGUMENT_LIMIT - 3] + "..."
-    return ""
 
 
 def _mcp_output(item: dict[str, Any], failed: bool) -> tuple[str, bool]:

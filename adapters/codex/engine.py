@@ -33,7 +33,6 @@ from condensate.engine import (
     TurnOutcome,
 )
 from condensate.events import Window
-from condensate.projector import Projection
 from condensate.render import render_window
 
 log = structlog.get_logger()
@@ -85,7 +84,7 @@ class CodexEngine(TurnReader):
     def baseline(self, spec: ThreadSpec) -> int:
         return BASELINE_TOKENS
 
-    async def apply_window(self, window: Window, view: Projection) -> None:
+    async def apply_window(self, window: Window) -> None:
         """During a turn, the next boundary starts a Codex thread with the window. Outside a
         turn it starts now: a new thread with the window injected costs no model call. A cheap
         window through the gateway needs nothing: the gateway applies it to the requests."""

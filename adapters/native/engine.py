@@ -133,7 +133,7 @@ class NativeEngine:
         )
         return counter.count(self.system) + counter.count(schemas)
 
-    async def apply_window(self, window: Window, view: Projection) -> None:
+    async def apply_window(self, window: Window) -> None:
         """Nothing to do: every call is projected from the log."""
 
     async def close(self) -> None:

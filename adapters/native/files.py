@@ -30,9 +30,9 @@ from adapters.tool_contract import (
     ToolOutcome,
     argument_problem,
     failed,
-    short,
     text_argument,
 )
+from condensate.receipts import short
 
 _VCS_AND_VENDORED = {".git", ".hg", ".svn", "node_modules", ".venv", "venv"}
 _CACHES = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}

@@ -29,9 +29,9 @@ from adapters.tool_contract import (
     ToolOutcome,
     argument_problem,
     failed,
-    short,
     text_argument,
 )
+from condensate.receipts import short
 
 PROVIDER_KEYS = frozenset(
     {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_PROVIDER_API_KEY"}

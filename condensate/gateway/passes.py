@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 PREFIX = "cgw1"
@@ -46,6 +47,9 @@ class Passes:
     engine_sessions: dict[str, str] = field(default_factory=dict)
     """Thread -> the engine's own id of its current session (Claude Code's session, Codex's
     thread): one process may run several in turn."""
+    session_headers: dict[str, str] = field(default_factory=dict)
+    """Thread -> the request header in which its engine's CLI names its session (what the
+    engine declares as ``EngineInfo.session_header``)."""
 
     def _mac(self, thread_id: str, session: str) -> str:
         message = f"{thread_id}.{session}".encode()
@@ -65,6 +69,14 @@ class Passes:
 
     def bind(self, thread_id: str, engine_session: str) -> None:
         self.engine_sessions[thread_id] = engine_session
+
+    def session_named(self, credential: str, headers: Mapping[str, str]) -> str | None:
+        """The engine session a request names, in the header its thread's engine uses (the
+        credential's thread, before the credential is checked); None when it names none."""
+        parts = credential.split(".")
+        header = self.session_headers.get(parts[1]) if len(parts) == 4 else None
+        value = headers.get(header, "").strip() if header else ""
+        return value or None
 
     def check(self, credential: str, engine_session: str | None = None) -> Pass:
         """The pass ``credential`` is, if it is this daemon's and its session is current

@@ -45,7 +45,6 @@ from condensate.gateway.wire import (
     held_stream,
     held_text,
     result_ids,
-    session_of,
     with_receipts,
 )
 from condensate.tokens import counter_for
@@ -198,8 +197,13 @@ class Gateway:
         ``/responses``."""
         return f"{daemon_url}{PREFIX}/{api}"
 
-    def access(self, daemon_url: str, thread_id: str) -> GatewayAccess:
-        """What the thread's engine gives its CLI sessions."""
+    def access(
+        self, daemon_url: str, thread_id: str, session_header: str | None = None
+    ) -> GatewayAccess:
+        """What the thread's engine gives its CLI sessions; ``session_header`` is where its
+        CLI names the session a request belongs to."""
+        if session_header:
+            self.passes.session_headers[thread_id] = session_header
         return GatewayAccess(
             anthropic_url=self.url(daemon_url, "anthropic"),
             openai_url=self.url(daemon_url, "openai"),
@@ -208,8 +212,8 @@ class Gateway:
         )
 
     def bind(self, thread_id: str, session_id: str) -> None:
-        """The thread's engine now runs session ``session_id``: a request naming another
-        (Claude Code's and Codex's session headers) is refused."""
+        """The thread's engine now runs session ``session_id``: a request naming another (in
+        its engine's session header) is refused."""
         self.passes.bind(thread_id, session_id)
         if self.admitter is not None:
             self.admitter.session_started(thread_id)
@@ -234,8 +238,10 @@ class Gateway:
                 status=404,
             )
         api: Api = "anthropic" if name == "anthropic" else "openai"
+        credential = credential_of(request.headers)
+        named = self.passes.session_named(credential, request.headers)
         try:
-            grant = self.passes.check(credential_of(request.headers), session_of(request.headers))
+            grant = self.passes.check(credential, named)
         except PassRefused as exc:
             log.warning("gateway_refused", code=exc.code, path=request.path)
             return _error(api, 401, exc.code, str(exc))
@@ -247,7 +253,7 @@ class Gateway:
             return _error(api, 408, "body-timeout", detail)
         if body is None:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
-        call = _Call(grant, api, None, session=session_of(request.headers))
+        call = _Call(grant, api, None, session=named)
         if request.method == "POST" and tail in MEASURED_PATHS[api]:
             admitter, thread = self.admitter, grant.thread_id
             # Asked once: the bound and the measurement both decide against them.

@@ -32,19 +32,6 @@ def credential_of(headers: Mapping[str, str]) -> str:
     return bearer[7:].strip() if bearer[:7].lower() == "bearer " else ""
 
 
-SESSION_HEADERS = ("x-claude-code-session-id", "thread-id")
-"""Where Claude Code (its session id) and Codex (its thread id) name the session a request
-belongs to."""
-
-
-def session_of(headers: Mapping[str, str]) -> str | None:
-    for name in SESSION_HEADERS:
-        value = headers.get(name)
-        if value:
-            return value.strip()
-    return None
-
-
 def error_body(api: Api, status: int, code: str, message: str) -> dict[str, Any]:
     """An error as the provider would word it, so the CLI shows it and retries (or not) the
     way it does for the provider's own."""

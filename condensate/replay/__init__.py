@@ -7,6 +7,7 @@ the bills (``billing``) side by side. This package re-exports the public names o
 
 from __future__ import annotations
 
+from condensate.receipts import ARGUMENT_CHARS, argument_of
 from condensate.replay.billing import WEIGHTS, Bill, Prices, default_prices
 from condensate.replay.config import (
     DEFAULT_WINDOW,
@@ -46,7 +47,7 @@ from condensate.replay.stand_in import (
     stand_in_summary,
     touched_files,
 )
-from condensate.replay.transcripts import ARGUMENT_CHARS, TranscriptFormat, argument_of, formats
+from condensate.replay.transcripts import TranscriptFormat, formats
 
 __all__ = [
     "ARGUMENT_CHARS",

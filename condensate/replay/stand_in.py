@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from condensate.curator import replaced_entries, verbatim_items
 from condensate.events import AssistantMessage, ToolResult, Window
 from condensate.projector import Entry, Projection
-from condensate.retention import call_files, file_tool, files_of, receipt_file
+from condensate.receipts import files_named, named_by
+from condensate.retention import call_files, file_tool, files_of
 from condensate.tiers import VERBATIM_HEADING
 
 FAKE_CURATOR = "fake"
@@ -46,11 +47,9 @@ def touched_files(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
     for entry in entries:
         event = entry.event
         if entry.receipt is not None:
-            named = receipt_file(entry.receipt)
+            named = named_by(entry.receipt)
             if named is not None:
-                tool, argument = named
-                paths = argument.split(", ") if tool.lower() == "apply_patch" else [argument]
-                note(tool, paths)
+                note(named[0], files_named(*named))
         elif isinstance(event, ToolResult):
             note(event.tool, files_of(event))
         elif isinstance(event, AssistantMessage):

@@ -6,7 +6,6 @@ Codex rollout), and the helpers they share to turn lines into events.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,9 +15,9 @@ from typing import Any
 
 from condensate.errors import ConfigError
 from condensate.events import AssistantMessage, ThinkingBlock, ToolCall, ToolResult
+from condensate.receipts import argument_of
 from condensate.replay.recording import Recording
 
-ARGUMENT_CHARS = 120
 GROUP = "condensate.transcripts"
 
 
@@ -56,21 +55,6 @@ def at_of(line: Mapping[str, Any], fallback: datetime) -> datetime:
             return fallback
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return fallback
-
-
-def argument_of(name: str, arguments: Mapping[str, Any]) -> str:
-    """What a receipt names for a call: a path, a pattern, a command (about 120 chars)."""
-    if name.rsplit("__", 1)[-1].lower() == "apply_patch":
-        raw = arguments.get("input") or arguments.get("patch") or ""
-        named = re.findall(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", str(raw), re.M)
-        return ", ".join(n.strip() for n in named)[:ARGUMENT_CHARS]
-    for key in ("file_path", "path", "notebook_path", "pattern", "command", "cmd", "query", "url"):
-        value = arguments.get(key)
-        if isinstance(value, list):
-            value = " ".join(str(v) for v in value)
-        if isinstance(value, str) and value:
-            return value[:ARGUMENT_CHARS]
-    return ""
 
 
 def content_text(content: Any) -> str:

@@ -47,7 +47,7 @@ class EchoEngine:
         await ctx.append(AssistantMessage(at=ctx.now(), text=answer))
         return TurnOutcome("completed", "", answer)
 
-    async def apply_window(self, window: Window, view: Projection) -> None:
+    async def apply_window(self, window: Window) -> None:
         return None  # every answer reads the view as it stands
 
     async def close(self) -> None:

@@ -20,6 +20,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from structlog.testing import capture_logs
 
+from condensate.engines import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Stall, Text
@@ -364,6 +365,29 @@ async def test_openai_requests_without_a_current_pass_are_refused_in_openais_sha
 
 
 # -- forwarding ---------------------------------------------------------------------------------
+
+
+async def test_a_request_naming_an_older_engine_session_is_refused(
+    served: Served, fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """Once a thread's engine has named its session, a request naming another one in the
+    header that engine declares (Claude Code's x-claude-code-session-id) is refused
+    stale-session and never forwarded; a request naming the current one goes on."""
+    header = installed()["claude"].session_header
+    assert header is not None
+    access = served.gateway.access(served.url, THREAD, header)
+    credential = access.issue()
+    access.session("s-current")
+    body = claude_body([user("hi")], stream=False)
+    stale = await post(http, served.anthropic(), body, {"x-api-key": credential, header: "s-old"})
+    assert stale.status == 401
+    assert "stale-session" in stale.text
+    assert fake.requests == []
+    fake.queue(Text("Current."))
+    current = {"x-api-key": credential, header: "s-current"}
+    answer = await post(http, served.anthropic(), body, current)
+    assert answer.status == 200
+    assert len(fake.requests) == 1
 
 
 async def test_a_streamed_messages_request_reaches_the_provider_with_the_daemons_key(

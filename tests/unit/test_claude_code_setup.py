@@ -9,7 +9,6 @@ import pytest
 
 from adapters.claude_code import (
     PINNED_VERSION,
-    _argument,
     _output,
     check,
     check_version,
@@ -134,14 +133,6 @@ def test_a_tool_claude_code_does_not_have_is_refused():
         check(spec(tools=("Read", "read_file")))
     assert (refused.value.code, refused.value.status) == ("unsupported-tools", 422)
     assert "'read_file'" in str(refused.value)
-
-
-def test_a_result_names_its_path_command_or_pattern():
-    """The receipt argument comes from the call's path, command or pattern, shortened."""
-    assert _argument({"file_path": "/a/b.py", "limit": 3}) == "/a/b.py"
-    assert _argument({"command": "ls", "description": "list"}) == "ls"
-    assert _argument({"pattern": "x" * 300}).endswith("...")
-    assert _argument({"other": 1}) == ""
 
 
 def test_block_content_becomes_text():

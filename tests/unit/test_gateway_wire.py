@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from condensate.engines import installed
 from condensate.gateway.passes import Passes, PassRefused
 from condensate.gateway.wire import (
     HELD_MARK,
@@ -23,7 +24,6 @@ from condensate.gateway.wire import (
     held_stream,
     held_text,
     result_ids,
-    session_of,
     with_receipts,
 )
 from condensate.tokens import MESSAGE_OVERHEAD
@@ -86,20 +86,29 @@ def test_no_credential_is_empty(headers: dict[str, str]):
     assert credential_of(headers) == ""
 
 
-def test_claude_codes_session_header_names_the_session():
-    """Claude Code names its session in x-claude-code-session-id."""
-    assert session_of({"x-claude-code-session-id": " abc "}) == "abc"
-
-
-def test_codexs_thread_header_names_the_session():
-    """Codex names its thread in thread-id."""
-    assert session_of({"thread-id": "th_1"}) == "th_1"
+@pytest.mark.parametrize(
+    ("engine", "header"), [("claude", "x-claude-code-session-id"), ("codex", "thread-id")]
+)
+def test_a_request_names_its_session_in_the_header_its_engine_declares(engine, header):
+    """Claude Code names its session in x-claude-code-session-id and Codex its thread in
+    thread-id: each engine declares its header, and the passes read a thread's from it."""
+    assert installed()[engine].session_header == header
+    passes = Passes()
+    grant = passes.issue("t-1")
+    passes.session_headers["t-1"] = header
+    assert passes.session_named(grant.credential, {header: " abc "}) == "abc"
 
 
 def test_no_session_header_is_none():
-    """A request naming no session has None, and an empty header is no name."""
-    assert session_of({"x-api-key": "k"}) is None
-    assert session_of({"thread-id": ""}) is None
+    """A request naming no session has None, an empty header is no name, and another
+    engine's header names nothing for this thread."""
+    passes = Passes()
+    grant = passes.issue("t-1")
+    passes.session_headers["t-1"] = "thread-id"
+    assert passes.session_named(grant.credential, {"x-api-key": "k"}) is None
+    assert passes.session_named(grant.credential, {"thread-id": ""}) is None
+    assert passes.session_named(grant.credential, {"x-claude-code-session-id": "s"}) is None
+    assert passes.session_named("garbage", {"thread-id": "th_1"}) is None
 
 
 # -- error bodies --------------------------------------------------------------------------------
