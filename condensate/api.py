@@ -137,7 +137,7 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
     "ThreadElsewhere": _object(
         {
             "id": _STR,
-            "status": {"const": "elsewhere"},
+            "status": {"enum": ["elsewhere", "unowned"]},
             "owner": _STR,
             "ownerUrl": _STR,
             "events": _INT,

@@ -248,15 +248,21 @@ async def _running(
                     notify_systemd(settings, "STOPPING=1")
                     tasks.cancel_scope.cancel()
         finally:
-            # The CLIs first: their gateway requests then end, and the server's cleanup
-            # need not wait for them.
-            for thread in runtime.threads.values():
-                await thread.engine.close()
+            await _let_go(runtime, fleet)
             if runner is not None:
                 await runner.cleanup()
             listener.close()
             await event_log.close()
             log.info("daemon_stopped")
+
+
+async def _let_go(runtime: Runtime, fleet: Fleet | None) -> None:
+    """The engines' CLIs end (their gateway requests with them, so that the server's cleanup
+    need not wait for them), and in a fleet the leases go, for others to take over at once."""
+    for thread in runtime.threads.values():
+        await thread.engine.close()
+    if fleet is not None:
+        await fleet.release()
 
 
 def upstream(settings: Settings) -> Upstream:

@@ -10,6 +10,7 @@ lost a thread is refused at its next write (and lets the thread go), and the per
 constraint stands behind that. Any daemon answers reads and tails of any thread; one waiting
 on a thread another daemon owns is woken by the owner's NOTIFY. Writes to a thread another
 daemon owns are refused with 409 ``thread-owned-elsewhere``, naming the owner and its URL.
+A daemon that stops cleanly (SIGTERM) gives its leases up as it goes.
 """
 
 from __future__ import annotations
@@ -97,6 +98,17 @@ class Fleet:
             if thread_id in runtime.threads:
                 taken.append(thread_id)
         return taken
+
+    async def release(self) -> None:
+        """Let every lease go as the daemon stops (its turns ended and reported): the others
+        take its threads over at their next round rather than when the leases run out. A
+        database out of reach leaves them to run out."""
+        try:
+            count = await self.store.release(self.me)
+        except Exception:
+            log.exception("fleet_release_failed", daemon=self.me)
+            return
+        log.info("fleet_leases_released", daemon=self.me, threads=count)
 
     async def listen(self) -> None:
         """Wake tails of threads owned elsewhere when their owner appends."""

@@ -365,6 +365,16 @@ class PostgresStore:
         )
         return {str(row[0]) for row in rows}
 
+    async def release(self, owner: str) -> int:
+        """Give up every lease ``owner`` holds (a daemon stopping cleanly): another daemon
+        may claim its threads at once. How many it held."""
+        rows = await self._fetch(
+            f"release the leases of {owner}",
+            "DELETE FROM leases WHERE owner = %s RETURNING thread_id",
+            (owner,),
+        )
+        return len(rows)
+
     async def orphans(self) -> list[str]:
         """Threads whose lease expired, or that never had one, oldest first."""
         rows = await self._fetch(

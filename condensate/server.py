@@ -36,6 +36,7 @@ from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
 from condensate.eventlog import DEFAULT_LIMIT, Lease
+from condensate.events import now_utc
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
 from condensate.projector import Bill, Projection
@@ -197,6 +198,13 @@ async def _thread(request: web.Request) -> Thread:
     if thread is not None:
         return thread
     lease = await _elsewhere(runtime, thread_id)
+    if lease is not None and lease.owner == UNOWNED:
+        raise Refused(
+            code="thread-changing-hands",
+            status=409,
+            detail=f"Thread {thread_id!r} has no daemon right now (its owner stopped or "
+            "died); a daemon of the fleet takes it over within a third of a lease. Retry then.",
+        )
     if lease is not None:
         raise Refused(
             code="thread-owned-elsewhere",
@@ -207,18 +215,29 @@ async def _thread(request: web.Request) -> Thread:
     return runtime.get(thread_id)
 
 
+UNOWNED = ""
+"""The owner of a thread of the log that no daemon holds right now (between two owners)."""
+
+
 async def _elsewhere(runtime: Runtime, thread_id: str) -> Lease | None:
-    """The lease of a thread another daemon of the fleet owns, if it is one."""
+    """In a fleet, where a thread of the log this daemon does not run is: the lease of the
+    daemon that does, or an ``UNOWNED`` one while it changes hands (no live lease, or this
+    daemon's own claim before its rebuild is done); None for a thread the log lacks."""
     if runtime.fleet is None or thread_id in runtime.threads:
         return None
-    return await runtime.fleet.owner_of(thread_id)
+    lease = await runtime.fleet.owner_of(thread_id)
+    if lease is not None and lease.owner != runtime.fleet.me and lease.expires_at > now_utc():
+        return lease
+    if await runtime.log.last_seq(thread_id) == 0:
+        return None
+    return Lease(UNOWNED, UNOWNED, now_utc())
 
 
 def _owned_elsewhere_json(thread_id: str, lease: Lease, events: int) -> dict[str, Any]:
-    """What any daemon of a fleet says of a thread another one owns."""
+    """What any daemon of a fleet says of a thread another one owns (or none does)."""
     return {
         "id": thread_id,
-        "status": "elsewhere",
+        "status": "unowned" if lease.owner == UNOWNED else "elsewhere",
         "owner": lease.owner,
         "ownerUrl": lease.url,
         "events": events,
@@ -360,10 +379,13 @@ async def list_threads(request: web.Request) -> web.Response:
     runtime = request.app[RUNTIME]
     listed = [thread_json(runtime, t) for t in runtime.threads.values()]
     if runtime.fleet is not None:
+        now = now_utc()
         for thread_id, lease in (await runtime.fleet.owners()).items():
             if thread_id not in runtime.threads:
                 events = await runtime.log.last_seq(thread_id)
-                listed.append(_owned_elsewhere_json(thread_id, lease, events))
+                live = lease.owner != runtime.fleet.me and lease.expires_at > now
+                shown = lease if live else Lease(UNOWNED, UNOWNED, now)
+                listed.append(_owned_elsewhere_json(thread_id, shown, events))
     return web.json_response({"threads": listed})
 
 

@@ -86,8 +86,9 @@ async def slow_call_sent(fake: FakeModelServer, before: int) -> None:
 
 
 async def owner(fleet: Fleet, on: DaemonProcess, thread: str) -> Any:
+    """The daemon that owns ``thread`` as ``on`` sees it; None while nobody does."""
     _, shown = await call(fleet.session, on, "GET", f"/threads/{thread}")
-    return shown.get("owner")
+    return shown.get("owner") or None
 
 
 async def test_each_daemon_owns_what_it_created_and_answers_reads_of_the_others(
@@ -218,3 +219,49 @@ async def test_a_frozen_daemon_that_lost_its_thread_writes_nothing_to_it_when_it
     assert (seen["status"], seen["owner"]) == ("elsewhere", b_name)
     _, page = await call(fleet.session, fleet.b, "GET", f"/threads/{taken}/tail?history=1")
     assert not [e for e in page["events"] if "stale reply" in str(e.get("text"))]
+
+
+async def test_a_stopped_daemon_hands_its_threads_over_at_once(
+    tmp_path: Path, fake: FakeModelServer, postgres_url: str
+) -> None:
+    """A daemon stopped with SIGTERM lets its leases go as it stops: with a 30 s lease, the
+    other daemon takes its thread over at its next round (a third of a lease), not after the
+    lease would have run out, and the thread answers a new message there."""
+    lease = 30.0
+    env = {"CONDENSATE_DATABASE_URL": postgres_url, "CONDENSATE_LEASE_SECONDS": str(lease)}
+    homes = [tmp_path / "a", tmp_path / "b"]
+    for home in homes:
+        home.mkdir()
+    a, b = (DaemonProcess(home, fake.url, extra_env=env) for home in homes)
+    await anyio.to_thread.run_sync(a.start)
+    await anyio.to_thread.run_sync(b.start)
+    try:
+        async with aiohttp.ClientSession() as session:
+            fleet = Fleet(a, b, session, postgres_url)
+            fake.queue(Text("done on a"), model=QUICK)
+            fake.queue(Text("answered on b"), model=QUICK)
+            thread = await create(fleet, a, QUICK, tmp_path / "w")
+            await wait_for(session, a, thread, lambda e: e["kind"] == "turn.ended")
+            a_name = await owner(fleet, a, thread)
+            assert await anyio.to_thread.run_sync(a.stop) == 0
+            stopped = time.monotonic()
+            with anyio.fail_after(lease):
+                while True:
+                    _, shown = await call(session, b, "GET", f"/threads/{thread}")
+                    if shown["status"] != "unowned":
+                        break
+                    status, refused = await call(
+                        session, b, "POST", f"/threads/{thread}/messages", {"text": "now?"}
+                    )
+                    assert (status, refused["error"]) == (409, "thread-changing-hands")
+                    await anyio.sleep(0.2)
+            assert time.monotonic() - stopped <= lease / 3 + 3.0
+            assert shown["owner"] not in (None, "", a_name)
+            path = f"/threads/{thread}/messages"
+            status, _ = await call(session, b, "POST", path, {"text": "and now?"})
+            assert status in (200, 202)
+            events = await wait_for(session, b, thread, lambda e: e.get("text") == "answered on b")
+            assert [e["kind"] for e in events].count("thread.created") == 1
+    finally:
+        await anyio.to_thread.run_sync(a.close)
+        await anyio.to_thread.run_sync(b.close)
