@@ -79,7 +79,14 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
         "event_kinds": len(EVENT_TYPES),
         **engine_checks(),
     }
-    text = "\n".join(f"{k}: {v}" for k, v in data.items())
+    declared = {name: engines.describe(info) for name, info in sorted(engines.installed().items())}
+    text = "\n".join(
+        [
+            *(f"{k}: {v}" for k, v in data.items()),
+            *(f"engine {k}: {v}" for k, v in declared.items()),
+        ]
+    )
+    data["engines"] = declared
     _emit(args, data, text)
     return 0
 

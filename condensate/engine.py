@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -167,6 +167,15 @@ class EngineSettings(BaseSettings):
         """Whether Condensate windows this engine's threads (off: the engine compacts on its
         own, and the gateway lets its requests pass unmeasured)."""
         return True
+
+
+Own = TypeVar("Own", bound=EngineSettings)
+
+
+def own_settings(kind: type[Own], given: EngineSettings | None) -> Own:
+    """``given`` when it is an engine's settings of ``kind``, else ``kind``'s read from the
+    environment (an engine made outside a daemon, as a benchmark makes one)."""
+    return given if isinstance(given, kind) else kind()
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,20 @@ def default_engine(engines: Engines) -> str:
     raise ConfigError(msg)
 
 
+def describe(info: EngineInfo) -> str:
+    """What an engine declares, in one line (``condensate doctor``)."""
+    traits = [
+        f"ceiling {info.ceiling_share:.0%} of the window, at most {info.ceiling_cap:,} tokens",
+        f"window check {info.checkpoints}",
+        f"heads {info.heads}",
+    ]
+    if info.restarts:
+        traits.append("a summary restarts its session")
+    if info.default:
+        traits.append("the default")
+    return f"{info.title}: {'; '.join(traits)}"
+
+
 @dataclass(frozen=True)
 class Profile:
     """An engine as this daemon runs it: what it declares, its own settings, and what its

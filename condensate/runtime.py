@@ -61,15 +61,12 @@ from condensate.providers import ModelClient
 from condensate.queries import last_text, open_calls, unanswered_input
 from condensate.settings import Settings
 from condensate.thread import Thread
-from condensate.tokens import bare_model, count_event, counter_for, model_text
+from condensate.tokens import bare_model, count_event, counter_for, small_batch
 from condensate.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
 
 SNAPSHOT_EVERY = 1_000
-INLINE_CHARS = 8_000
-"""A batch with at most this much model text is counted on the event loop itself (a few ms at
-worst for text never seen), anything larger in a worker thread."""
 STOPPED_BY_DAEMON = "the daemon stopped during this turn"
 COUNT_WAIT_SECONDS = 2.0
 """How long a decision waits for a count the gateway announced (it is logged within a
@@ -251,7 +248,7 @@ class Runtime:
             return [count_event(event, counter) for event in batch]
 
         # Counting text never seen takes a few ms a page: a large batch is counted off the loop.
-        if sum(len(model_text(event)) for event in batch) <= INLINE_CHARS:
+        if small_batch(batch):
             tokens = counts()
         else:
             tokens = await anyio.to_thread.run_sync(counts)

@@ -15,10 +15,7 @@ import anyio
 from condensate.eventlog import DEFAULT_LIMIT, Snapshot, TailPage, check_batch
 from condensate.events import Event, Stored
 from condensate.store import EventLog
-from condensate.tokens import model_text
-
-INLINE_CHARS = 8_000
-"""A batch with at most this much model text is written on the event loop when it can be."""
+from condensate.tokens import small_batch
 
 
 class SqliteStore:
@@ -34,7 +31,7 @@ class SqliteStore:
     ) -> list[Stored]:
         check_batch(thread_id, events, tokens)
         batch = list(events)
-        if sum(len(model_text(e)) for e in batch) <= INLINE_CHARS:
+        if small_batch(batch):
             stored = self.log.append_now(thread_id, batch, tokens=tokens)
             if stored is not None:
                 return stored

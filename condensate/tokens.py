@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Protocol
@@ -160,6 +161,16 @@ def counter_for(model: str = "") -> Counter:
         return bundled
     log.warning("tokenizer_fallback", model=model, wanted=wanted, using=ByteEstimate.name)
     return ByteEstimate()
+
+
+SMALL_BATCH_CHARS = 8_000
+"""A batch with at most this much model text is counted, and written, on the event loop
+itself (a few ms at worst for text never seen); a larger one in a worker thread."""
+
+
+def small_batch(events: Iterable[Event]) -> bool:
+    """Whether a batch is small enough to count and write without leaving the event loop."""
+    return sum(len(model_text(event)) for event in events) <= SMALL_BATCH_CHARS
 
 
 def model_text(event: Event) -> str:

@@ -18,7 +18,7 @@ from pydantic import Field
 from adapters import _child
 from adapters.claude_code import _permissions
 from condensate import mcp
-from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, Verdict
+from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, Verdict, own_settings
 from condensate.providers import parse_model
 
 PINNED_VERSION = "2.1.332"
@@ -48,12 +48,12 @@ class ClaudeSettings(EngineSettings):
 
 def settings_of(env: EngineEnv) -> ClaudeSettings:
     """The engine's settings: those the daemon gave, else the environment's."""
-    return env.settings if isinstance(env.settings, ClaudeSettings) else ClaudeSettings()
+    return own_settings(ClaudeSettings, env.settings)
 
 
 def doctor(settings: EngineSettings) -> str:
     """The binary the settings name and its version; raises ``ConfigError`` saying why not."""
-    own = settings if isinstance(settings, ClaudeSettings) else ClaudeSettings()
+    own = own_settings(ClaudeSettings, settings)
     binary = resolve_binary(own.claude_binary)
     return f"{check_version(binary)} ({binary})"
 

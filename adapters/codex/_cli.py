@@ -16,7 +16,7 @@ from pydantic import Field
 
 from adapters import _child
 from condensate import mcp
-from condensate.engine import EngineEnv, EngineSettings, ThreadSpec
+from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, own_settings
 from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model
 
@@ -64,12 +64,12 @@ class CodexSettings(EngineSettings):
 
 def settings_of(env: EngineEnv) -> CodexSettings:
     """The engine's settings: those the daemon gave, else the environment's."""
-    return env.settings if isinstance(env.settings, CodexSettings) else CodexSettings()
+    return own_settings(CodexSettings, env.settings)
 
 
 def doctor(settings: EngineSettings) -> str:
     """The binary the settings name and its version; raises ``ConfigError`` saying why not."""
-    own = settings if isinstance(settings, CodexSettings) else CodexSettings()
+    own = own_settings(CodexSettings, settings)
     binary = resolve_binary(own.codex_binary)
     return f"{check_version(binary)} ({binary})"
 

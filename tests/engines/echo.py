@@ -13,6 +13,7 @@ from condensate.engine import (
     ThreadSpec,
     TurnContext,
     TurnOutcome,
+    own_settings,
 )
 from condensate.events import AssistantMessage, Window
 from condensate.projector import Projection
@@ -33,7 +34,7 @@ class EchoSettings(EngineSettings):
 
 class EchoEngine:
     def __init__(self, spec: ThreadSpec, env: EngineEnv) -> None:
-        self.settings = env.settings if isinstance(env.settings, EchoSettings) else EchoSettings()
+        self.settings = own_settings(EchoSettings, env.settings)
 
     def baseline(self, spec: ThreadSpec) -> int:
         return BASELINE_TOKENS

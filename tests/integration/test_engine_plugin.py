@@ -114,7 +114,8 @@ async def test_a_plugged_in_engines_thread_is_recovered_after_a_restart(
 
 
 def test_doctor_reports_a_plugged_in_engines_check(tmp_path: Path, site: Path) -> None:
-    """`condensate doctor` runs each installed engine's own check, the echo engine's too."""
+    """`condensate doctor` runs each installed engine's own check, the echo engine's too, and
+    says what each declares."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_")}
     env |= {"CONDENSATE_HOME": str(tmp_path / "home"), **plugin_env(site)}
     done = subprocess.run(
@@ -127,7 +128,11 @@ def test_doctor_reports_a_plugged_in_engines_check(tmp_path: Path, site: Path) -
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["echo"] == "echo ready (prefix 'heard')"
+    report = json.loads(done.stdout)
+    assert report["echo"] == "echo ready (prefix 'heard')"
+    declared = report["engines"]["echo"]
+    assert declared.startswith("Echo: ceiling 30% of the window, at most 50,000 tokens")
+    assert "window check before-each-call" in declared
 
 
 async def test_a_daemon_without_the_engine_refuses_it_naming_those_it_runs(
