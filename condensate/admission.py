@@ -61,8 +61,9 @@ def receipts(thread: Thread) -> Mapping[str, str]:
 
 def gate(runtime: Services, thread: Thread) -> int | None:
     """The request size above which the runtime decides (0: every request, while a session
-    restart is on its way; None: never, for a thread whose engine compacts on its own)."""
-    if not thread.profile.settings.windowing():
+    restart is on its way; None: never, for a thread whose engine or agent compacts on its
+    own)."""
+    if not thread.profile.settings.windowing() or thread.spec.reset is not None:
         return None
     return 0 if thread.restart_pending else runtime.usage(thread).line
 

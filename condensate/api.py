@@ -6,7 +6,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from condensate import __version__
 from condensate.events import AskMode
@@ -17,6 +17,30 @@ INT64_MAX = 2**63 - 1
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ResetBody(_Body):
+    """``"reset"``: the thread's agent condenses its own context (a ``condense`` tool with a
+    note to its future self); nothing is cut for it."""
+
+    warnings: list[float] = Field(default_factory=lambda: [0.75, 0.80, 0.85, 0.90], max_length=16)
+    """Shares of the input budget at which the agent is warned, ascending, each in (0, 1]."""
+    budget: int | None = Field(default=None, gt=0, le=INT64_MAX)
+    """The input budget the warnings measure against (default: the model's window)."""
+    emergency_model: str | None = Field(default=None, alias="emergencyModel")
+    """The model that summarizes the whole view when the provider refuses a prompt as too
+    long (default: none; such a refusal then stops the turn)."""
+
+    @field_validator("warnings")
+    @classmethod
+    def _ascending(cls, value: list[float]) -> list[float]:
+        if any(not 0 < level <= 1 for level in value):
+            msg = "each warning level is a share of the budget, above 0 and at most 1"
+            raise ValueError(msg)
+        if value != sorted(set(value)):
+            msg = "warning levels must ascend, each once"
+            raise ValueError(msg)
+        return value
 
 
 class CreateThread(_Body):
@@ -32,6 +56,8 @@ class CreateThread(_Body):
     head: bool = False
     """A head faces an operator: its line is the model's window less the reserves, and on the
     CLI engines it is asked to compact rather than cut. Only when asked for."""
+    reset: ResetBody | None = None
+    """Agent-reset mode: the agent condenses its own context; absent: Condensate windows it."""
 
 
 class SendMessage(_Body):
@@ -131,6 +157,7 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
             "overLine": _NULLABLE_STR,
             "costs": {"$ref": "#/components/schemas/Costs"},
             "pendingAsk": {"type": ["object", "null"]},
+            "reset": {"type": ["object", "null"]},
             "children": {"type": "array", "items": _STR},
         }
     ),
@@ -368,7 +395,9 @@ def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
     }
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA, **RESPONSE_SCHEMAS}
     for model in (CreateThread, SendMessage, CompactAnswer, Interrupt, ApprovalAnswer):
-        schemas[model.__name__] = model.model_json_schema(by_alias=True)
+        schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
     names = sorted(engines)
     schemas["CreateThread"]["properties"]["engine"] = {
         "anyOf": [{"enum": names}, {"type": "null"}],

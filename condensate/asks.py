@@ -74,7 +74,15 @@ async def answer(
     summary: str | None = None,
     reason: str = "",
 ) -> Stored:
-    """Answer the pending ask, or with nothing pending queue a compaction."""
+    """Answer the pending ask, or with nothing pending queue a compaction. An agent-reset
+    thread's context is its agent's to condense: asked for anything, it is refused."""
+    if thread.spec.reset is not None:
+        raise Refused(
+            code="agent-controlled-condensation",
+            status=409,
+            detail=f"Thread {thread.thread_id!r} condenses its own context (agent-reset mode): "
+            "ask its agent to save its notes and call its condense tool instead.",
+        )
     async with thread.lock:
         ask = thread.projection.ask
         if ask is not None:

@@ -20,7 +20,7 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from condensate.events import Engine, Event, Stored, TurnOutcomeKind, Window
+from condensate.events import Engine, Event, ResetPolicy, Stored, TurnOutcomeKind, Window
 from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.providers import ModelClient
@@ -48,6 +48,8 @@ class ThreadSpec:
     permissions: str = "default"
     head: bool = False
     parent: str | None = None
+    reset: ResetPolicy | None = None
+    """Set for an agent-reset thread (its agent condenses its own context)."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,21 @@ class _Event(BaseModel):
     at: AwareDatetime
 
 
+class ResetPolicy(BaseModel):
+    """An agent-reset thread's condensation: the agent resets its own context (``condense``,
+    with a note to its future self) and nothing is cut for it; warnings at ``warnings`` of
+    ``budget`` (else the model's window) tell it the context fills; on a provider's
+    context-window error the whole view is summarized on ``emergency_model``, if set."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    warnings: tuple[float, ...] = (0.75, 0.80, 0.85, 0.90)
+    budget: int | None = None
+    emergency_model: str | None = None
+    emergency_attempts: int = 5
+    emergency_scaling: float = 0.8
+
+
 class ThreadCreated(_Event):
     """A thread's identity: the first event of every log."""
 
@@ -54,6 +69,8 @@ class ThreadCreated(_Event):
     parent: str | None = None
     baseline_tokens: int = 0
     """System prompt, tool schemas and skills, as measured when the thread was set up."""
+    reset: ResetPolicy | None = None
+    """Set for an agent-reset thread; None: Condensate's planner windows the thread."""
 
 
 class BaselineMeasured(_Event):
@@ -286,6 +303,28 @@ class SystemLine(_Event):
     text: str
 
 
+class ResetRequested(_Event):
+    """The agent called ``condense``: its call, its message to its future self (verbatim),
+    and the input boundary, the last seq the request that produced the call held: genuine
+    user input after it is kept through the reset."""
+
+    kind: Literal["reset.requested"] = "reset.requested"
+    call_id: str
+    message: str | None = None
+    boundary: int
+
+
+class ResetCommitted(_Event):
+    """The reset took effect: the view starts again from the environment's notice, the
+    agent's ``condense`` call and its result, and the genuine user input after ``boundary``.
+    It commits the ``reset.requested`` of the same call (written in one batch with it and the
+    call's result); one that names another call commits nothing."""
+
+    kind: Literal["reset.committed"] = "reset.committed"
+    call_id: str
+    boundary: int
+
+
 class SnapshotTaken(_Event):
     """Projector state up to ``upto`` was saved; the state itself lives beside the log."""
 
@@ -313,6 +352,8 @@ Event = Annotated[
     | ChildJoined
     | EngineNotice
     | SystemLine
+    | ResetRequested
+    | ResetCommitted
     | SnapshotTaken,
     Field(discriminator="kind"),
 ]
@@ -340,6 +381,8 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         ChildJoined,
         EngineNotice,
         SystemLine,
+        ResetRequested,
+        ResetCommitted,
         SnapshotTaken,
     )
 }

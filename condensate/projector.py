@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from condensate import receipts
+from condensate import receipts, reset
 from condensate.events import (
     ApprovalAnswered,
     ApprovalRequested,
@@ -29,6 +29,8 @@ from condensate.events import (
     Event,
     ModelRefused,
     ModelUsage,
+    ResetCommitted,
+    ResetRequested,
     Stored,
     SystemLine,
     ThreadCreated,
@@ -180,6 +182,10 @@ class Projection:
     """The seq of the latest session a CLI started with a rendered window (a fork, a fresh
     session or Codex thread): what the view held before it is text inside that session's
     first message, which no receipt can reach, so cheap tiers leave it alone."""
+    reset_requested: str | None = None
+    """The call of a ``condense`` whose reset is requested and not yet committed."""
+    resets: int = 0
+    """Resets committed: each starts a new reset cycle (its warnings rearmed)."""
     billed: dict[str, Bill] = field(default_factory=dict)
     """``session|model`` -> what the provider billed for the calls of that session on that
     model (``main`` for the native loop, which has no session of its own)."""
@@ -257,6 +263,8 @@ class Projection:
                 self.unjoined.pop(event.child_id, None)
             case SystemLine(code=code):
                 self.lines_written[code] = [self.turn, self.calls]
+            case ResetRequested() | ResetCommitted():
+                self._fold_reset(seq, event)
             case _:
                 pass
 
@@ -378,6 +386,46 @@ class Projection:
         self.view_tokens = sum(e.tokens for e in self.entries)
         live = {e.batch for e in self.entries if e.role == "assistant"}
         self._calls = {cid: s for cid, s in self._calls.items() if s in live}
+
+    def _fold_reset(self, seq: int, event: ResetRequested | ResetCommitted) -> None:
+        if isinstance(event, ResetRequested):
+            self.reset_requested = event.call_id
+        else:
+            self._reset(seq, event)
+
+    def _reset(self, seq: int, commit: ResetCommitted) -> None:
+        """The agent's reset: the view becomes the environment's notice, the agent's own
+        ``condense`` call and its result, and the genuine user input after the boundary. A
+        commit whose request, call or result the view lacks resets nothing."""
+        requested, self.reset_requested = self.reset_requested, None
+        call = result = None
+        pending: list[Entry] = []
+        for entry in self.entries:
+            event = entry.event
+            if isinstance(event, AssistantMessage) and any(
+                c.id == commit.call_id for c in event.tool_calls
+            ):
+                call = entry
+            elif entry.role == "tool" and entry.call_id == commit.call_id:
+                result = entry
+            elif (
+                isinstance(event, UserMessage)
+                and entry.seq > commit.boundary
+                and event.author in ("human", "parent")
+            ):
+                pending.append(entry)
+        if requested != commit.call_id or call is None or result is None:
+            return
+        tokens = estimate(reset.NOTICE)
+        self.entries = [Entry(seq, "notice", tokens, tokens, commit), call, result, *pending]
+        self._index = {e.seq: i for i, e in enumerate(self.entries)}
+        self.view_tokens = sum(e.tokens for e in self.entries)
+        self._calls = {}
+        self.layout += 1
+        self.anchor = None  # the provider's last count measured the history that went
+        self.refusal = None
+        self.tiers_since_summary = []
+        self.resets += 1
 
     def _survives(self, entry: Entry) -> bool:
         return entry.seq == self.brief_seq or entry.seq in self.pinned

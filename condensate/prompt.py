@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from condensate.events import AssistantMessage, ToolResult, UserMessage, Window
+from condensate import reset
+from condensate.events import AssistantMessage, ResetCommitted, ToolResult, UserMessage, Window
 from condensate.projector import DROP_NOTICE, Entry, Projection
 from condensate.providers.types import Block, Message, Text, Thinking, ToolOutput, ToolUse
 
@@ -42,6 +43,8 @@ def _blocks(entry: Entry) -> tuple[str, list[Block]]:
             return "user", [Text(text)]
         case Window():
             return "user", [Text(DROP_NOTICE)]
+        case ResetCommitted():
+            return "user", [Text(reset.NOTICE)]
         case _:
             return "user", []
 

@@ -88,4 +88,5 @@ def spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
         permissions=created.permissions,
         head=created.head,
         parent=created.parent,
+        reset=created.reset,
     )

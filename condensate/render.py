@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from condensate.events import AssistantMessage, ToolResult, UserMessage, Window
+from condensate import reset
+from condensate.events import AssistantMessage, ResetCommitted, ToolResult, UserMessage, Window
 from condensate.projector import DROP_NOTICE, Entry, Projection
 
 OPEN = "<condensate_window>"
@@ -56,5 +57,7 @@ def _render_entry(entry: Entry, view: Projection) -> str:
             return f"## Summary of earlier work (by the {author or 'curator'})\n{summary or ''}"
         case Window():
             return f"## Dropped context\n{DROP_NOTICE}"
+        case ResetCommitted():
+            return f"## Notice\n{reset.NOTICE}"
         case _:
             return ""

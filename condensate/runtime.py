@@ -349,6 +349,7 @@ class Runtime:
             head=spec.head,
             parent=spec.parent,
             baseline_tokens=engine.baseline(spec),
+            reset=spec.reset,
         )
         await self.append(
             thread,
@@ -486,6 +487,9 @@ class Runtime:
         """Measure, plan, and carry the decision out (``window_step``). Called before model
         calls (native) or at the engine's own checkpoint."""
         await self.counted(thread)
+        if thread.spec.reset is not None:
+            # The agent condenses its own context: nothing is cut for it (warnings advise).
+            return Checkpoint(self.usage(thread))
         done = await window_step.step(self.host(thread), thread.profile.planner)
         return Checkpoint(done.usage, done.window, stop=done.stop, missed=done.missed)
 

@@ -36,7 +36,7 @@ from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
 from condensate.eventlog import DEFAULT_LIMIT, Lease
-from condensate.events import now_utc
+from condensate.events import ResetPolicy, now_utc
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
 from condensate.projector import Bill, Projection
@@ -310,6 +310,9 @@ def thread_json(runtime: Runtime, thread: Thread) -> dict[str, Any]:
         "costs": costs_json(view),
         "pendingAsk": None if view.ask is None else view.ask.model_dump(mode="json"),
         "children": sorted(view.unjoined),
+        "reset": None
+        if thread.spec.reset is None
+        else {**thread.spec.reset.model_dump(mode="json"), "resets": view.resets},
     }
 
 
@@ -347,6 +350,19 @@ def _new_line(settings: CeilingSettings, head: bool, window: int) -> int:
     return ceilings.ordinary_line(ceilings.working_ceiling(window, settings), settings)
 
 
+def _reset_policy(body: CreateThread) -> ResetPolicy | None:
+    """The thread's agent-reset policy, its emergency model checked like the thread's."""
+    if body.reset is None:
+        return None
+    if body.reset.emergency_model is not None:
+        _model(body.reset.emergency_model)
+    return ResetPolicy(
+        warnings=tuple(body.reset.warnings),
+        budget=body.reset.budget,
+        emergency_model=body.reset.emergency_model,
+    )
+
+
 async def create_thread(request: web.Request) -> web.Response:
     body = CreateThread.model_validate(await _json(request))
     runtime = request.app[RUNTIME]
@@ -357,6 +373,7 @@ async def create_thread(request: web.Request) -> web.Response:
         raise Refused(code="invalid-body", detail=detail, status=422)
     profile = runtime.profiles[engine]
     _model(body.model)
+    policy = _reset_policy(body)
     window = await runtime.window_for(body.model)
     line = _new_line(profile.ceilings, body.head, window.tokens)
     await _within_line(body.brief, body.model, line, "brief")
@@ -369,6 +386,7 @@ async def create_thread(request: web.Request) -> web.Response:
         tools=tuple(body.tools),
         permissions=body.permissions,
         head=body.head,
+        reset=policy,
     )
     thread = await runtime.create(spec, window=window)
     return web.json_response(thread_json(runtime, thread), status=201)

@@ -22,6 +22,7 @@ import structlog
 from adapters.native.permissions import allows, needs_approval, permissions_problem
 from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
+from condensate import reset
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.errors import ContextWindowExceeded, ProviderError, Refused
 from condensate.events import (
@@ -53,6 +54,13 @@ edit and run things; prefer small verified steps. Condensate manages your contex
 results may be replaced by receipts (read or run again what you need) and older turns by a \
 summary. If you want to decide what is kept yourself, call compact_context with your own \
 summary, or compact_microcompact to clear old re-readable results."""
+RESET_PROMPT = """You are a coding agent working in {cwd}. Use the tools to read, search, \
+edit and run things; prefer small verified steps. You manage your own context: nothing is cut \
+for you. When it fills (you are warned), save what you will need to continue (unfinished \
+requests, decisions, file locations, next steps) in files with your tools, then call condense \
+alone, with a short message to your future self if it helps. After it you start afresh from \
+your notes."""
+CONDENSE = ToolSpec(reset.TOOL, reset.DESCRIPTION, reset.SCHEMA)
 
 CONTROL_TOOLS: dict[str, ToolSpec] = {
     "spawn": ToolSpec(
@@ -80,13 +88,17 @@ CONTROL_TOOLS: dict[str, ToolSpec] = {
 
 def tool_specs(spec: ThreadSpec) -> tuple[ToolSpec, ...]:
     """The tools the thread is offered: all of them unless its spec names a subset, less
-    those its permissions forbid."""
+    those its permissions forbid. An agent-reset thread has ``condense`` in place of the
+    compaction tools (nothing is windowed for it)."""
     wanted = set(spec.tools) if spec.tools else None
     out = [ToolSpec(t.name, t.description, t.parameters) for t in TOOLS.values()]
-    out += list(CONTROL_TOOLS.values())
-    return tuple(
+    out += [
+        t for t in CONTROL_TOOLS.values() if spec.reset is None or t.name not in COMPACTION_TOOLS
+    ]
+    offered = [
         t for t in out if (wanted is None or t.name in wanted) and allows(spec.permissions, t.name)
-    )
+    ]
+    return (*offered, CONDENSE) if spec.reset is not None else tuple(offered)
 
 
 _PERMISSION_NOTES = {
@@ -100,7 +112,7 @@ _PERMISSION_NOTES = {
 
 
 def system_prompt(spec: ThreadSpec) -> str:
-    base = SYSTEM_PROMPT.format(cwd=spec.cwd)
+    base = (SYSTEM_PROMPT if spec.reset is None else RESET_PROMPT).format(cwd=spec.cwd)
     if note := _PERMISSION_NOTES.get(spec.permissions):
         base = f"{base}\n\n{note.format(cwd=spec.cwd)}"
     return f"{spec.persona}\n\n{base}" if spec.persona else base
@@ -114,7 +126,10 @@ class NativeEngine:
             raise Refused(code="unsupported-permissions", detail=problem, status=422)
         self.spec = spec
         self.tools = tool_specs(spec)
-        self.wanted = frozenset(spec.tools or (*TOOLS, *CONTROL_TOOLS))
+        named = frozenset(spec.tools or (*TOOLS, *CONTROL_TOOLS))
+        self.wanted = (
+            named if spec.reset is None else (named - set(COMPACTION_TOOLS)) | {reset.TOOL}
+        )
         """The tools the spec names; one the permissions forbid is refused by ``run_tool``."""
         self.system = system_prompt(spec)
         self.tool_context = ToolContext(
@@ -201,6 +216,9 @@ class NativeEngine:
                     continue  # a steer arrived while this call ran: answer it in this turn
                 return TurnOutcome("completed", "", last_text)
             for call in reply.tool_calls:
+                if call.name == reset.TOOL and call.name in self.wanted:
+                    await ctx.append(_condense(ctx, call, reply.tool_calls, sent_upto))
+                    continue
                 await ctx.append(await self._answer(ctx, call, reply.invalid_arguments))
         return TurnOutcome("stopped", f"{MAX_CALLS_PER_TURN} model calls in one turn", last_text)
 
@@ -322,6 +340,18 @@ class NativeEngine:
             return [
                 ToolResult(at=at, call_id=call.id, tool=call.name, output=str(exc), is_error=True)
             ]
+
+
+def _condense(
+    ctx: TurnContext, call: ToolCall, calls: tuple[ToolCall, ...], boundary: int
+) -> list[Event]:
+    """A ``condense`` call's events: the reset, written as one batch, or an error result and
+    nothing reset (another call beside it, a message too long)."""
+    if (why := reset.problem(call, calls)) is not None:
+        return [
+            ToolResult(at=ctx.now(), call_id=call.id, tool=call.name, output=why, is_error=True)
+        ]
+    return reset.reset_events(call, boundary, ctx.now())
 
 
 def _result(call: ToolCall, outcome: ToolOutcome, at: Any) -> ToolResult:

@@ -1,0 +1,265 @@
+"""The agent-chosen reset on the native engine, through a real daemon and the fake model: the
+agent writes its notes, calls ``condense`` with a message to its future self, and its next
+request holds exactly the notice, that call and its result (and any user input that arrived
+after the request that produced it); it reads its notes and carries on. Invalid calls reset
+nothing; an operator's compaction is refused; a restart rebuilds the reset view from the log
+without running the tool again."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+
+from condensate import reset
+from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
+from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
+
+NOTE = "Read notes.md. Tests passed; next, review the diff."
+_models = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def daemon(
+    fake: FakeModelServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DaemonProcess]:
+    with running_daemon(tmp_path_factory.mktemp("reset"), fake.url) as process:
+        yield process
+
+
+@pytest.fixture
+async def session() -> Any:
+    async with aiohttp.ClientSession() as http:
+        yield http
+
+
+def fresh_model() -> str:
+    """A model of this test's own, so that its scripted replies reach its thread only."""
+    return f"claude-reset-{next(_models)}"
+
+
+async def start(
+    session: aiohttp.ClientSession,
+    daemon: DaemonProcess,
+    work: Path,
+    model: str,
+) -> dict[str, Any]:
+    await anyio.Path(work).mkdir(exist_ok=True)
+    body = {
+        "model": f"anthropic:{model}",
+        "cwd": str(work),
+        "brief": "Release version 2: run the tests, then review the diff.",
+        "reset": {},
+    }
+    status, created = await call(session, daemon, "POST", "/threads", body)
+    assert status == 201, created
+    return dict(created)
+
+
+async def ended(session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str) -> Any:
+    return await wait_for(session, daemon, thread, lambda e: e["kind"] == "turn.ended")
+
+
+def sent(fake: FakeModelServer, model: str) -> list[list[dict[str, Any]]]:
+    """The messages of each request the fake had for ``model``, in order."""
+    return [r.body["messages"] for r in fake.requests if r.model == model and r.body]
+
+
+def kinds(events: list[dict[str, Any]]) -> list[str]:
+    return [e["kind"] for e in events]
+
+
+def condense(message: str | None = NOTE, call_id: str = "c9") -> Call:
+    return Call(reset.TOOL, {} if message is None else {reset.MESSAGE: message}, id=call_id)
+
+
+async def test_the_agent_saves_notes_condenses_reads_them_and_carries_on(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """The whole path: a note written, condense called with a message, then a request that
+    starts exactly with the notice, the agent's own call (id and arguments) and its result
+    with the message, nothing of the history before; the agent reads its note there and the
+    turn completes. The log holds the request and the committed record."""
+    model = fresh_model()
+    fake.queue(
+        ToolCalls([Call("write", {"path": "notes.md", "content": "next: review the diff"})]),
+        ToolCalls([condense()], text="Notes saved."),
+        ToolCalls([Call("read", {"path": "notes.md"}, id="r1")]),
+        Text("Reviewed the diff; released."),
+        model=model,
+    )
+    thread = await start(session, daemon, tmp_path / "w", model)
+    assert thread["reset"]["warnings"] == [0.75, 0.80, 0.85, 0.90]
+    events = await ended(session, daemon, thread["id"])
+
+    requests = sent(fake, model)
+    assert len(requests) == 4
+    after = requests[2]
+    assert [m["role"] for m in after] == ["user", "assistant", "user"]
+    assert after[0]["content"] == [{"type": "text", "text": reset.NOTICE}]
+    (said, used) = after[1]["content"]
+    assert said == {"type": "text", "text": "Notes saved."}
+    assert (used["type"], used["id"], used["name"]) == ("tool_use", "c9", reset.TOOL)
+    assert used["input"] == {reset.MESSAGE: NOTE}
+    (result,) = after[2]["content"]
+    assert (result["type"], result["tool_use_id"]) == ("tool_result", "c9")
+    assert result["content"] == reset.recovery(NOTE)
+    assert "Release version 2" not in str(after)  # the brief went with the history
+    assert "next: review the diff" in str(requests[3])  # the note, read after the reset
+    assert kinds(events).count("reset.requested") == 1
+    assert kinds(events).count("reset.committed") == 1
+    assert events[-1]["outcome"] == "completed"
+    _, shown = await call(session, daemon, "GET", f"/threads/{thread['id']}")
+    assert shown["reset"]["resets"] == 1
+
+
+async def test_condense_beside_another_call_is_an_error_and_resets_nothing(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A response that calls condense and another tool: the other runs, condense gets an
+    error result saying why, and the next request still holds the whole history."""
+    model = fresh_model()
+    fake.queue(
+        ToolCalls([Call("write", {"path": "a.txt", "content": "x"}, id="w1"), condense()]),
+        Text("I will condense alone next time."),
+        model=model,
+    )
+    thread = await start(session, daemon, tmp_path / "w", model)
+    events = await ended(session, daemon, thread["id"])
+    results = {e["call_id"]: e for e in events if e["kind"] == "tool.result"}
+    assert not results["w1"]["is_error"]
+    assert results["c9"]["is_error"]
+    assert "only tool call" in results["c9"]["output"]
+    assert "reset.committed" not in kinds(events)
+    assert "Release version 2" in str(sent(fake, model)[-1])
+    assert (tmp_path / "w" / "a.txt").read_text() == "x"
+
+
+async def test_a_message_over_the_limit_is_an_error_and_resets_nothing(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A message to the future self over 16,384 UTF-16 code units: an error result naming
+    the limit, nothing reset."""
+    model = fresh_model()
+    fake.queue(ToolCalls([condense("y" * 16_385)]), Text("shortened"), model=model)
+    thread = await start(session, daemon, tmp_path / "w", model)
+    events = await ended(session, daemon, thread["id"])
+    (result,) = [e for e in events if e["kind"] == "tool.result"]
+    assert result["is_error"]
+    assert "16,384" in result["output"]
+    assert "reset.committed" not in kinds(events)
+
+
+async def test_a_reset_without_a_message_has_no_message_block(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """Without a message the result is the recovery instructions alone."""
+    model = fresh_model()
+    fake.queue(ToolCalls([condense(None)]), Text("fresh"), model=model)
+    thread = await start(session, daemon, tmp_path / "w", model)
+    await ended(session, daemon, thread["id"])
+    (result,) = sent(fake, model)[-1][-1]["content"]
+    assert result["content"] == reset.RECOVERY
+
+
+async def test_input_that_arrives_while_the_condense_call_is_written_is_kept_in_order(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """Two messages sent while the reply that calls condense streams: the request after the
+    reset holds them after the call's result, in the order they came."""
+    model = fresh_model()
+    fake.queue(
+        Slow(ToolCalls([condense()]), chunk_delay=0.3, chunks=8),
+        Text("on both"),
+        model=model,
+    )
+    thread = await start(session, daemon, tmp_path / "w", model)
+    await wait_for(session, daemon, thread["id"], lambda e: e["kind"] == "turn.started")
+    with anyio.fail_after(10):
+        while len(sent(fake, model)) < 1:  # noqa: ASYNC110 - the fake has no event to wait on
+            await anyio.sleep(0.05)
+    for text in ("first steer", "second steer"):
+        status, _ = await call(
+            session, daemon, "POST", f"/threads/{thread['id']}/messages", {"text": text}
+        )
+        assert status == 202
+    await wait_for(session, daemon, thread["id"], lambda e: e.get("text") == "on both")
+    after = sent(fake, model)[1]
+    assert [m["role"] for m in after] == ["user", "assistant", "user"]
+    blocks = after[2]["content"]
+    assert blocks[0]["type"] == "tool_result"
+    assert [b["text"] for b in blocks[1:]] == ["first steer", "second steer"]
+
+
+async def test_an_operators_compaction_of_a_reset_thread_is_refused(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """POST /threads/:id/compact for an agent-reset thread is 409 agent-controlled-
+    condensation, and nothing is logged for it."""
+    model = fresh_model()
+    fake.queue(Text("idle"), model=model)
+    thread = await start(session, daemon, tmp_path / "w", model)
+    before = await ended(session, daemon, thread["id"])
+    status, refused = await call(
+        session, daemon, "POST", f"/threads/{thread['id']}/compact", {"mode": "summary"}
+    )
+    assert status == 409, refused
+    assert refused["error"] == "agent-controlled-condensation"
+    _, page = await call(session, daemon, "GET", f"/threads/{thread['id']}/tail")
+    assert len(page["events"]) == len(before)
+
+
+async def test_a_restart_rebuilds_the_reset_view_without_running_the_tool_again(
+    fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """After a restart the thread's next request starts with the same notice, call and
+    result, then the new message; no second reset is written."""
+    model = fresh_model()
+    fake.queue(ToolCalls([condense()]), Text("reset done"), Text("after restart"), model=model)
+    home = tmp_path / "home"
+    home.mkdir()
+    with running_daemon(home, fake.url) as first:
+        thread = await start(session, first, tmp_path / "w", model)
+        await ended(session, first, thread["id"])
+    before = sent(fake, model)[-1]
+    with running_daemon(home, fake.url) as second:
+        status, _ = await call(
+            session, second, "POST", f"/threads/{thread['id']}/messages", {"text": "next?"}
+        )
+        assert status == 202
+        events = await wait_for(
+            session, second, thread["id"], lambda e: e.get("text") == "after restart"
+        )
+    again = sent(fake, model)[-1]
+    assert again[:3] == before[:3]
+    assert kinds(events).count("reset.committed") == 1
+    assert "next?" in str(again[3:])
+
+
+@pytest.mark.parametrize(
+    ("policy", "named"),
+    [
+        ({"warnings": [0.9, 0.8]}, "ascend"),
+        ({"warnings": [0.5, 1.5]}, "at most 1"),
+        ({"budget": 0}, "budget"),
+        ({"emergencyModel": "nowhere:model"}, "nowhere"),
+    ],
+)
+async def test_a_bad_reset_policy_is_refused_naming_the_problem(
+    daemon: DaemonProcess,
+    session: aiohttp.ClientSession,
+    tmp_path: Path,
+    policy: dict[str, Any],
+    named: str,
+) -> None:
+    """Warning levels out of order or outside (0, 1], a budget below 1 or an emergency model
+    of no known provider: 422, naming it, and no thread."""
+    body = {"model": "anthropic:m", "cwd": str(tmp_path), "brief": "b", "reset": policy}
+    status, refused = await call(session, daemon, "POST", "/threads", body)
+    assert status == 422, refused
+    assert named in refused["detail"]
