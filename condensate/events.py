@@ -325,6 +325,17 @@ class ResetCommitted(_Event):
     boundary: int
 
 
+class ResetWarned(_Event):
+    """An agent-reset thread's agent was warned that its context fills, in the request that
+    succeeded (written before that request's reply, where the model read it)."""
+
+    kind: Literal["reset.warned"] = "reset.warned"
+    level: float
+    used: int
+    budget: int
+    text: str
+
+
 class SnapshotTaken(_Event):
     """Projector state up to ``upto`` was saved; the state itself lives beside the log."""
 
@@ -354,6 +365,7 @@ Event = Annotated[
     | SystemLine
     | ResetRequested
     | ResetCommitted
+    | ResetWarned
     | SnapshotTaken,
     Field(discriminator="kind"),
 ]
@@ -383,6 +395,7 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         SystemLine,
         ResetRequested,
         ResetCommitted,
+        ResetWarned,
         SnapshotTaken,
     )
 }

@@ -31,6 +31,7 @@ from condensate.events import (
     ModelUsage,
     ResetCommitted,
     ResetRequested,
+    ResetWarned,
     Stored,
     SystemLine,
     ThreadCreated,
@@ -186,6 +187,8 @@ class Projection:
     """The call of a ``condense`` whose reset is requested and not yet committed."""
     resets: int = 0
     """Resets committed: each starts a new reset cycle (its warnings rearmed)."""
+    warned_level: float = 0.0
+    """The highest warning level told in this reset cycle (0: none yet)."""
     billed: dict[str, Bill] = field(default_factory=dict)
     """``session|model`` -> what the provider billed for the calls of that session on that
     model (``main`` for the native loop, which has no session of its own)."""
@@ -263,8 +266,8 @@ class Projection:
                 self.unjoined.pop(event.child_id, None)
             case SystemLine(code=code):
                 self.lines_written[code] = [self.turn, self.calls]
-            case ResetRequested() | ResetCommitted():
-                self._fold_reset(seq, event)
+            case ResetRequested() | ResetCommitted() | ResetWarned():
+                self._fold_reset(seq, event, tokens)
             case _:
                 pass
 
@@ -387,11 +390,17 @@ class Projection:
         live = {e.batch for e in self.entries if e.role == "assistant"}
         self._calls = {cid: s for cid, s in self._calls.items() if s in live}
 
-    def _fold_reset(self, seq: int, event: ResetRequested | ResetCommitted) -> None:
-        if isinstance(event, ResetRequested):
-            self.reset_requested = event.call_id
-        else:
-            self._reset(seq, event)
+    def _fold_reset(
+        self, seq: int, event: ResetRequested | ResetCommitted | ResetWarned, tokens: int
+    ) -> None:
+        match event:
+            case ResetRequested():
+                self.reset_requested = event.call_id
+            case ResetCommitted():
+                self._reset(seq, event)
+            case ResetWarned():
+                self.warned_level = max(self.warned_level, event.level)
+                self._push(Entry(seq, "notice", tokens, tokens, event))
 
     def _reset(self, seq: int, commit: ResetCommitted) -> None:
         """The agent's reset: the view becomes the environment's notice, the agent's own
@@ -426,6 +435,7 @@ class Projection:
         self.refusal = None
         self.tiers_since_summary = []
         self.resets += 1
+        self.warned_level = 0.0
 
     def _survives(self, entry: Entry) -> bool:
         return entry.seq == self.brief_seq or entry.seq in self.pinned

@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from condensate import reset
-from condensate.events import AssistantMessage, ResetCommitted, ToolResult, UserMessage, Window
+from condensate.events import (
+    AssistantMessage,
+    ResetCommitted,
+    ResetWarned,
+    ToolResult,
+    UserMessage,
+    Window,
+)
 from condensate.projector import DROP_NOTICE, Entry, Projection
 from condensate.providers.types import Block, Message, Text, Thinking, ToolOutput, ToolUse
 
@@ -45,6 +52,8 @@ def _blocks(entry: Entry) -> tuple[str, list[Block]]:
             return "user", [Text(DROP_NOTICE)]
         case ResetCommitted():
             return "user", [Text(reset.NOTICE)]
+        case ResetWarned(text=text):
+            return "user", [Text(text)]
         case _:
             return "user", []
 
@@ -78,6 +87,15 @@ def to_messages(view: Projection) -> list[Message]:
     memo.count = len(view.entries)
     view.memo = memo
     return list(messages)
+
+
+def with_notice(messages: list[Message], text: str) -> list[Message]:
+    """``messages`` with ``text`` as user text at the end, as ``to_messages`` will render a
+    notice entry logged after them (merged into a last user message), so that the history
+    of the next request is what this one sent."""
+    if messages and messages[-1].role == "user":
+        return [*messages[:-1], Message("user", _merge(messages[-1].content, [Text(text)]))]
+    return [*messages, Message("user", (Text(text),))]
 
 
 def _merge(first: tuple[Block, ...], second: list[Block]) -> tuple[Block, ...]:

@@ -10,7 +10,14 @@ from __future__ import annotations
 import json
 
 from condensate import reset
-from condensate.events import AssistantMessage, ResetCommitted, ToolResult, UserMessage, Window
+from condensate.events import (
+    AssistantMessage,
+    ResetCommitted,
+    ResetWarned,
+    ToolResult,
+    UserMessage,
+    Window,
+)
 from condensate.projector import DROP_NOTICE, Entry, Projection
 
 OPEN = "<condensate_window>"
@@ -59,5 +66,7 @@ def _render_entry(entry: Entry, view: Projection) -> str:
             return f"## Dropped context\n{DROP_NOTICE}"
         case ResetCommitted():
             return f"## Notice\n{reset.NOTICE}"
+        case ResetWarned(text=text):
+            return f"## Notice\n{text}"
         case _:
             return ""

@@ -1,6 +1,7 @@
 """The agent-chosen reset: the ``condense`` tool, its rules and its texts. Pure: no I/O.
 
-An agent-reset thread (``ResetPolicy``) is never cut by the planner. Its agent writes its
+An agent-reset thread (``ResetPolicy``) is never cut by the planner: it is warned instead
+(``staged_warnings``). Its agent writes its
 notes with its own tools, then calls ``condense(message_to_future_self?)``. A valid call
 (the only call of its response, its message at most 16,384 UTF-16 code units) resets the
 view: what follows the fixed context is the environment's notice, the agent's real call, its

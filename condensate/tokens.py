@@ -26,6 +26,7 @@ import tiktoken
 from condensate.events import (
     AssistantMessage,
     Event,
+    ResetWarned,
     SystemLine,
     ToolResult,
     UserMessage,
@@ -176,7 +177,7 @@ def small_batch(events: Iterable[Event]) -> bool:
 def model_text(event: Event) -> str:
     """The part of an event the model reads, as counted; empty for bookkeeping events."""
     match event:
-        case UserMessage(text=text) | SystemLine(text=text):
+        case UserMessage(text=text) | SystemLine(text=text) | ResetWarned(text=text):
             return text
         case AssistantMessage():
             parts = [event.text, *(t.text for t in event.thinking)]

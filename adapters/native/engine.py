@@ -40,9 +40,10 @@ from condensate.events import (
 )
 from condensate.head_tools import COMPACTION_TOOLS, HEAD_TOOLS
 from condensate.projector import Projection
-from condensate.prompt import to_messages
+from condensate.prompt import to_messages, with_notice
 from condensate.providers import parse_model
 from condensate.providers.types import Request, ToolSpec
+from condensate.staged_warnings import due_warning
 from condensate.tokens import counter_for
 
 log = structlog.get_logger()
@@ -163,9 +164,15 @@ class NativeEngine:
             if check.stop is not None:
                 return TurnOutcome("stopped", check.stop, last_text)
             sent_upto = ctx.view.last_seq
+            messages = to_messages(ctx.view)
+            warning = None
+            if self.spec.reset is not None:
+                warning = due_warning(ctx.view, self.spec.reset, check.usage, ctx.now())
+            if warning is not None:
+                messages = with_notice(messages, warning.text)
             request = Request(
                 model=model,
-                messages=tuple(to_messages(ctx.view)),
+                messages=tuple(messages),
                 system=self.system,
                 tools=self.tools,
             )
@@ -193,6 +200,9 @@ class NativeEngine:
             )
             await ctx.append(
                 [
+                    # The warning the request carried, where the model read it (before the
+                    # count that measured it): the next request's history is what this sent.
+                    *([] if warning is None else [warning]),
                     ModelUsage(
                         at=ctx.now(),
                         input=reply.usage.input,

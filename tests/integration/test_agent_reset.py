@@ -17,8 +17,23 @@ import anyio
 import pytest
 
 from condensate import reset
-from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
+from condensate.events import (
+    AssistantMessage,
+    Event,
+    ResetCommitted,
+    ResetPolicy,
+    ResetRequested,
+    ThreadCreated,
+    ToolCall,
+    ToolResult,
+    TurnStarted,
+    UserMessage,
+    now_utc,
+)
+from condensate.sqlite_store import SqliteStore
+from condensate.testing.fake_model import Call, Fail, FakeModelServer, Slow, Text, ToolCalls
 from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
+from tests.integration.harness import runtime_on
 
 NOTE = "Read notes.md. Tests passed; next, review the diff."
 _models = itertools.count(1)
@@ -48,13 +63,14 @@ async def start(
     daemon: DaemonProcess,
     work: Path,
     model: str,
+    policy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     await anyio.Path(work).mkdir(exist_ok=True)
     body = {
         "model": f"anthropic:{model}",
         "cwd": str(work),
         "brief": "Release version 2: run the tests, then review the diff.",
-        "reset": {},
+        "reset": policy or {},
     }
     status, created = await call(session, daemon, "POST", "/threads", body)
     assert status == 201, created
@@ -263,3 +279,123 @@ async def test_a_bad_reset_policy_is_refused_naming_the_problem(
     status, refused = await call(session, daemon, "POST", "/threads", body)
     assert status == 422, refused
     assert named in refused["detail"]
+
+
+def last_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The text blocks of a request's last message."""
+    return [b["text"] for b in messages[-1]["content"] if b.get("type") == "text"]
+
+
+async def test_a_warning_comes_before_the_agent_saves_notes_and_condenses(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """The whole path with its warning: a big read takes the context past a level; the next
+    request carries one warning, the highest level the provider's last count crossed, at
+    the end of its last message; the agent saves a note, condenses, reads the note back in
+    the fresh context and finishes. The warning is logged once, where the model read it, and
+    the reset rearms the levels (no warning after it)."""
+    model = fresh_model()
+    work = tmp_path / "w"
+    await anyio.Path(work).mkdir()
+    await anyio.Path(work / "big.txt").write_text(
+        "the quick brown fox jumps over a lazy dog\n" * 2_000
+    )
+    fake.queue(
+        ToolCalls([Call("read", {"path": "big.txt"}, id="r0")]),
+        ToolCalls([Call("write", {"path": "notes.md", "content": "next: review the diff"})]),
+        ToolCalls([condense()]),
+        ToolCalls([Call("read", {"path": "notes.md"}, id="r1")]),
+        Text("Reviewed the diff; released."),
+        model=model,
+    )
+    # The read comes back capped at 30,000 characters, about 6,500 tokens: with the fixed
+    # context, past 75 % of 10,000 once the provider has counted it, and not before.
+    thread = await start(session, daemon, work, model, {"budget": 10_000})
+    events = await ended(session, daemon, thread["id"])
+    assert events[-1]["outcome"] == "completed"
+
+    warned = [e for e in events if e["kind"] == "reset.warned"]
+    assert len(warned) == 1
+    (warning,) = warned
+    counts = [e for e in events if e["kind"] == "model.usage"]
+    measured = counts[1]["input"] + counts[1]["cache_read"] + counts[1]["cache_write"]
+    assert warning["used"] == measured
+    assert warning["level"] == max(x for x in (0.75, 0.80, 0.85, 0.90) if measured / 10_000 >= x)
+    requests = sent(fake, model)
+    assert warning["text"] not in str(requests[:2])
+    assert last_texts(requests[2])[-1] == warning["text"]
+    assert requests[3][0]["content"] == [{"type": "text", "text": reset.NOTICE}]
+    assert warning["text"] not in str(requests[3:])
+    assert "next: review the diff" in str(requests[4])
+    assert kinds(events).index("reset.warned") < kinds(events).index("reset.committed")
+
+
+async def test_a_failed_request_leaves_its_warning_for_the_next_one(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A budget the fixed context alone passes: the first request carries the 90 % warning
+    and fails (a 500); the thread's next request carries it again, succeeds, and logs it;
+    the request after that carries none."""
+    model = fresh_model()
+    fake.queue(Fail(500), Text("first answer"), Text("second answer"), model=model)
+    thread = await start(session, daemon, tmp_path / "w", model, {"budget": 100})
+    await ended(session, daemon, thread["id"])
+    path = f"/threads/{thread['id']}/messages"
+    status, _ = await call(session, daemon, "POST", path, {"text": "try again"})
+    assert status == 202
+    await wait_for(session, daemon, thread["id"], lambda e: e.get("text") == "first answer")
+    status, _ = await call(session, daemon, "POST", path, {"text": "and once more"})
+    assert status == 202
+    events = await wait_for(
+        session, daemon, thread["id"], lambda e: e.get("text") == "second answer"
+    )
+    requests = sent(fake, model)
+    assert len(requests) == 3
+    warned = [e for e in events if e["kind"] == "reset.warned"]
+    assert [w["level"] for w in warned] == [0.90]
+    text = warned[0]["text"]
+    carried = last_texts(requests[0])[-1]  # the failed one carried the 90 % warning,
+    assert carried.startswith("[Condensate] Your context is at ")
+    assert "of its 100-token budget" in carried
+    assert last_texts(requests[1])[-1] == text  # and so did the next, which logged it
+    assert not last_texts(requests[2])[-1].startswith("[Condensate]")
+    assert str(requests[2]).count(text) == 1  # in the history, once, where it was read
+
+
+async def test_a_kill_between_the_call_and_its_reset_resets_nothing(tmp_path: Path) -> None:
+    """A daemon killed after the agent's condense call was logged and before the reset's
+    batch: the restarted one closes the call as interrupted, writes no reset, and resumes
+    the turn over the whole history (the agent may call condense again)."""
+    home = tmp_path / "home"
+    await anyio.Path(home).mkdir()
+    store = SqliteStore.open(home / "condensate.db")
+    at = now_utc()
+    model = "claude-sonnet-4-5"
+    condensing = ToolCall(id="c9", name=reset.TOOL, arguments={})
+    log: list[Event] = [
+        ThreadCreated(
+            at=at, engine="api", model=f"anthropic:{model}", cwd=str(tmp_path), reset=ResetPolicy()
+        ),
+        UserMessage(at=at, text="Release version 2."),
+        TurnStarted(at=at),
+        AssistantMessage(at=at, text="Notes saved.", tool_calls=(condensing,)),
+    ]
+    await store.append("t-killed", log, [0, 10, 0, 20])
+    await store.close()
+    async with FakeModelServer() as fake:
+        fake.queue(Text("resumed"))
+        async with runtime_on(home, fake, recovered=True) as runtime:
+            thread = runtime.get("t-killed")
+            with anyio.fail_after(30):
+                while not any(
+                    isinstance(e.event, AssistantMessage) and e.event.text == "resumed"
+                    for e in thread.projection.entries
+                ):
+                    await thread.changed.wait()
+            events = [s.event for s in await runtime.log.events("t-killed")]
+        (request,) = [r.body["messages"] for r in fake.requests if r.body]
+    assert not [e for e in events if isinstance(e, ResetRequested | ResetCommitted)]
+    (closed,) = [e for e in events if isinstance(e, ToolResult) and e.call_id == "c9"]
+    assert closed.output.startswith("Interrupted")
+    assert "Release version 2." in str(request)
+    assert thread.projection.resets == 0
