@@ -325,6 +325,19 @@ class ResetCommitted(_Event):
     boundary: int
 
 
+class EmergencyReset(_Event):
+    """The provider refused an agent-reset thread's prompt as too long for its window, and
+    the emergency condenser summarized the whole view: the view starts again from the
+    environment's emergency notice, this summary, and the genuine user input after
+    ``boundary`` (the last seq the refused request held)."""
+
+    kind: Literal["reset.emergency"] = "reset.emergency"
+    summary: str
+    boundary: int
+    model: str
+    attempts: int
+
+
 class ResetWarned(_Event):
     """An agent-reset thread's agent was warned that its context fills, in the request that
     succeeded (written before that request's reply, where the model read it)."""
@@ -365,6 +378,7 @@ Event = Annotated[
     | SystemLine
     | ResetRequested
     | ResetCommitted
+    | EmergencyReset
     | ResetWarned
     | SnapshotTaken,
     Field(discriminator="kind"),
@@ -395,6 +409,7 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         SystemLine,
         ResetRequested,
         ResetCommitted,
+        EmergencyReset,
         ResetWarned,
         SnapshotTaken,
     )

@@ -24,6 +24,7 @@ from condensate.events import (
     ChildSpawned,
     CompactionMode,
     CompactionRequested,
+    EmergencyReset,
     Engine,
     EngineNotice,
     Event,
@@ -189,6 +190,9 @@ class Projection:
     """Resets committed: each starts a new reset cycle (its warnings rearmed)."""
     warned_level: float = 0.0
     """The highest warning level told in this reset cycle (0: none yet)."""
+    emergency_blocked: bool = False
+    """An emergency reset was made and no main-model response has succeeded since: another
+    is not made automatically (it could only buy more summaries of what does not fit)."""
     billed: dict[str, Bill] = field(default_factory=dict)
     """``session|model`` -> what the provider billed for the calls of that session on that
     model (``main`` for the native loop, which has no session of its own)."""
@@ -266,7 +270,7 @@ class Projection:
                 self.unjoined.pop(event.child_id, None)
             case SystemLine(code=code):
                 self.lines_written[code] = [self.turn, self.calls]
-            case ResetRequested() | ResetCommitted() | ResetWarned():
+            case ResetRequested() | ResetCommitted() | ResetWarned() | EmergencyReset():
                 self._fold_reset(seq, event, tokens)
             case _:
                 pass
@@ -297,6 +301,7 @@ class Projection:
         anchor the meter measures from."""
         self._bill(usage)
         if not usage.side:
+            self.emergency_blocked = False  # a main-model response succeeded
             self.calls += 1
             self.anchor = Anchor(seq, usage.prompt, self.view_tokens)
             self.refusal = None
@@ -391,9 +396,17 @@ class Projection:
         self._calls = {cid: s for cid, s in self._calls.items() if s in live}
 
     def _fold_reset(
-        self, seq: int, event: ResetRequested | ResetCommitted | ResetWarned, tokens: int
+        self,
+        seq: int,
+        event: ResetRequested | ResetCommitted | ResetWarned | EmergencyReset,
+        tokens: int,
     ) -> None:
         match event:
+            case EmergencyReset():
+                pending = self._pending_after(event.boundary)
+                marker = estimate(reset.EMERGENCY_NOTICE) + tokens
+                self._restart_view([Entry(seq, "summary", marker, marker, event), *pending])
+                self.emergency_blocked = True
             case ResetRequested():
                 self.reset_requested = event.call_id
             case ResetCommitted():
@@ -408,7 +421,6 @@ class Projection:
         commit whose request, call or result the view lacks resets nothing."""
         requested, self.reset_requested = self.reset_requested, None
         call = result = None
-        pending: list[Entry] = []
         for entry in self.entries:
             event = entry.event
             if isinstance(event, AssistantMessage) and any(
@@ -417,16 +429,25 @@ class Projection:
                 call = entry
             elif entry.role == "tool" and entry.call_id == commit.call_id:
                 result = entry
-            elif (
-                isinstance(event, UserMessage)
-                and entry.seq > commit.boundary
-                and event.author in ("human", "parent")
-            ):
-                pending.append(entry)
         if requested != commit.call_id or call is None or result is None:
             return
+        pending = self._pending_after(commit.boundary)
         tokens = estimate(reset.NOTICE)
-        self.entries = [Entry(seq, "notice", tokens, tokens, commit), call, result, *pending]
+        self._restart_view([Entry(seq, "notice", tokens, tokens, commit), call, result, *pending])
+
+    def _pending_after(self, boundary: int) -> list[Entry]:
+        """The genuine user input the view holds after ``boundary``, in order."""
+        return [
+            e
+            for e in self.entries
+            if isinstance(e.event, UserMessage)
+            and e.seq > boundary
+            and e.event.author in ("human", "parent")
+        ]
+
+    def _restart_view(self, entries: list[Entry]) -> None:
+        """The view is ``entries`` from now on: a new reset cycle begins."""
+        self.entries = entries
         self._index = {e.seq: i for i, e in enumerate(self.entries)}
         self.view_tokens = sum(e.tokens for e in self.entries)
         self._calls = {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from condensate import reset
 from condensate.events import (
     AssistantMessage,
+    EmergencyReset,
     ResetCommitted,
     ResetWarned,
     ToolResult,
@@ -54,6 +55,8 @@ def _blocks(entry: Entry) -> tuple[str, list[Block]]:
             return "user", [Text(reset.NOTICE)]
         case ResetWarned(text=text):
             return "user", [Text(text)]
+        case EmergencyReset(summary=summary):
+            return "user", [Text(reset.EMERGENCY_NOTICE), Text(summary)]
         case _:
             return "user", []
 

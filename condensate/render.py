@@ -12,6 +12,7 @@ import json
 from condensate import reset
 from condensate.events import (
     AssistantMessage,
+    EmergencyReset,
     ResetCommitted,
     ResetWarned,
     ToolResult,
@@ -32,12 +33,13 @@ PREAMBLE = (
 def render_window(view: Projection) -> str:
     """The whole view as one message, wrapped in ``<condensate_window>`` tags."""
     parts = [OPEN, PREAMBLE]
-    parts += [_render_entry(entry, view) for entry in view.entries]
+    parts += [entry_text(entry, view) for entry in view.entries]
     parts.append(CLOSE)
     return "\n\n".join(p for p in parts if p)
 
 
-def _render_entry(entry: Entry, view: Projection) -> str:
+def entry_text(entry: Entry, view: Projection) -> str:
+    """One entry as the rendered window shows it (a heading, then its text)."""
     if entry.receipt is not None:
         return f"## Cleared tool result\n{entry.receipt}"
     event = entry.event
@@ -68,5 +70,7 @@ def _render_entry(entry: Entry, view: Projection) -> str:
             return f"## Notice\n{reset.NOTICE}"
         case ResetWarned(text=text):
             return f"## Notice\n{text}"
+        case EmergencyReset(summary=summary):
+            return f"## Notice\n{reset.EMERGENCY_NOTICE}\n\n## Summary of earlier work\n{summary}"
         case _:
             return ""

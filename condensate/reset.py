@@ -111,3 +111,32 @@ def reset_events(call: ToolCall, boundary: int, at: datetime) -> list[Event]:
         ToolResult(at=at, call_id=call.id, tool=TOOL, output=recovery(message), category="control"),
         ResetCommitted(at=at, call_id=call.id, boundary=boundary),
     ]
+
+
+NO_EMERGENCY = (
+    "the provider refused the prompt as too long for the model's window, and this agent-reset "
+    "thread has no emergency condenser (its reset policy names no emergencyModel): nothing "
+    "was cut and the history is kept"
+)
+BLOCKED = (
+    "the provider refused the prompt as too long again, and an emergency condensation was "
+    "made since the last model response that succeeded: another is not made automatically "
+    "(it could only buy more summaries of what does not fit); the history is kept"
+)
+
+
+def fixed_too_large(baseline: int, window: int) -> str:
+    """Why no reset can help: the fixed context alone fills the window."""
+    return (
+        f"the fixed context alone (the system prompt and tool definitions, {baseline:,} tokens) "
+        f"fills the model's {window:,}-token window: no condensation of the history can make "
+        "the prompt fit; shorten the persona or the tools"
+    )
+
+
+def exhausted(failures: list[str]) -> str:
+    """Why the emergency condenser gave up."""
+    return (
+        f"the emergency condenser failed all {len(failures)} tries ({'; '.join(failures)}); "
+        "nothing was cut and the history is kept"
+    )

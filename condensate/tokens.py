@@ -25,6 +25,7 @@ import tiktoken
 
 from condensate.events import (
     AssistantMessage,
+    EmergencyReset,
     Event,
     ResetWarned,
     SystemLine,
@@ -185,7 +186,7 @@ def model_text(event: Event) -> str:
             return "\n".join(p for p in parts if p)
         case ToolResult(output=output):
             return output
-        case Window(summary=summary):
+        case Window(summary=summary) | EmergencyReset(summary=summary):
             return summary or ""
         case _:
             return ""

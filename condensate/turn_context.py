@@ -42,8 +42,8 @@ class RuntimeTurn:
         async with self.thread.lock:
             return await self.runtime.checkpoint(self.thread)
 
-    def client(self) -> ModelClient:
-        return self.runtime.client_for(self.thread.spec.model)
+    def client(self, model: str | None = None) -> ModelClient:
+        return self.runtime.client_for(model or self.thread.spec.model)
 
     async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str:
         return await self.runtime.spawn_child(self.thread, brief, call_id, model)

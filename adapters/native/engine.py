@@ -22,15 +22,17 @@ import structlog
 from adapters.native.permissions import allows, needs_approval, permissions_problem
 from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
-from condensate import reset
+from condensate import emergency, reset
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.errors import ContextWindowExceeded, ProviderError, Refused
 from condensate.events import (
     AssistantMessage,
     CompactionRequested,
+    EmergencyReset,
     Event,
     ModelRefused,
     ModelUsage,
+    ResetPolicy,
     SystemLine,
     ThinkingBlock,
     ToolCall,
@@ -182,6 +184,11 @@ class NativeEngine:
                 await ctx.append(
                     ModelRefused(at=ctx.now(), message=str(exc), tokens=exc.tokens, limit=exc.limit)
                 )
+                if self.spec.reset is not None:
+                    stop = await _emergency(ctx, self.spec.reset, check.usage.window, sent_upto)
+                    if stop is not None:
+                        return TurnOutcome("failed", stop, last_text)
+                    continue
                 if refused_once:
                     return TurnOutcome(
                         "failed",
@@ -350,6 +357,49 @@ class NativeEngine:
             return [
                 ToolResult(at=at, call_id=call.id, tool=call.name, output=str(exc), is_error=True)
             ]
+
+
+async def _emergency(
+    ctx: TurnContext, policy: ResetPolicy, window: int, boundary: int
+) -> str | None:
+    """The provider refused the prompt as too long: an agent-reset thread's emergency
+    condensation, or why there is none (the turn then stops, its history kept)."""
+    view = ctx.view
+    why: str | None = None
+    if view.baseline_tokens >= window:
+        why = reset.fixed_too_large(view.baseline_tokens, window)
+    elif policy.emergency_model is None:
+        why = reset.NO_EMERGENCY
+    elif view.emergency_blocked:
+        why = reset.BLOCKED
+    else:
+        done = await emergency.summarize(view, boundary, ctx.client(policy.emergency_model), policy)
+        if not isinstance(done, emergency.Summary):
+            why = reset.exhausted(done)
+        else:
+            await ctx.append(
+                [
+                    ModelUsage(
+                        at=ctx.now(),
+                        input=done.usage.input,
+                        cache_read=done.usage.cache_read,
+                        cache_write=done.usage.cache_write,
+                        output=done.usage.output,
+                        model=done.model,
+                        side=True,
+                    ),
+                    EmergencyReset(
+                        at=ctx.now(),
+                        summary=done.text,
+                        boundary=boundary,
+                        model=policy.emergency_model,
+                        attempts=done.attempts,
+                    ),
+                ]
+            )
+            return None
+    await ctx.append(SystemLine(at=ctx.now(), code="emergency-unavailable", text=f"{why}."))
+    return why
 
 
 def _condense(

@@ -31,7 +31,15 @@ from condensate.events import (
     now_utc,
 )
 from condensate.sqlite_store import SqliteStore
-from condensate.testing.fake_model import Call, Fail, FakeModelServer, Slow, Text, ToolCalls
+from condensate.testing.fake_model import (
+    Call,
+    Fail,
+    FakeModelServer,
+    Overflow,
+    Slow,
+    Text,
+    ToolCalls,
+)
 from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
 from tests.integration.harness import runtime_on
 
@@ -399,3 +407,198 @@ async def test_a_kill_between_the_call_and_its_reset_resets_nothing(tmp_path: Pa
     assert closed.output.startswith("Interrupted")
     assert "Release version 2." in str(request)
     assert thread.projection.resets == 0
+
+
+def emergency_model() -> str:
+    return f"claude-emergency-{next(_models)}"
+
+
+def condensing_on(model: str) -> dict[str, Any]:
+    """A reset policy whose emergency condenser runs on ``model``."""
+    return {"emergencyModel": f"anthropic:{model}"}
+
+
+async def turn_after(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, text: str, after: int
+) -> list[dict[str, Any]]:
+    """Send ``text``; the log once the turn it starts (after seq ``after``) has ended."""
+    status, _ = await call(session, daemon, "POST", f"/threads/{thread}/messages", {"text": text})
+    assert status == 202
+    return await wait_for(
+        session, daemon, thread, lambda e: e["kind"] == "turn.ended" and e["seq"] > after
+    )
+
+
+async def test_a_provider_overflow_is_summarized_on_the_emergency_model_and_the_work_goes_on(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """Warnings ignored, the provider refuses the prompt as too long: the emergency model
+    summarizes the view (its previews), and the next request is exactly the emergency notice
+    and the summary, as one user message; the turn goes on and completes. The summary's call
+    is billed as a side call."""
+    model, condenser = fresh_model(), emergency_model()
+    fake.queue(Overflow(), Text("continued from the summary"), model=model)
+    fake.queue(Text("SUMMARY: the user wants version 2 released."), model=condenser)
+    thread = await start(session, daemon, tmp_path / "w", model, condensing_on(condenser))
+    events = await ended(session, daemon, thread["id"])
+    assert events[-1]["outcome"] == "completed"
+    (summarized,) = [r.body for r in fake.requests if r.model == condenser]
+    assert "Release version 2" in str(summarized["messages"])
+    after = sent(fake, model)[1]
+    assert after == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": reset.EMERGENCY_NOTICE},
+                {"type": "text", "text": "SUMMARY: the user wants version 2 released."},
+            ],
+        }
+    ]
+    (made,) = [e for e in events if e["kind"] == "reset.emergency"]
+    assert (made["attempts"], made["model"]) == (1, f"anthropic:{condenser}")
+    side = [e for e in events if e["kind"] == "model.usage" and e["side"]]
+    assert len(side) == 1
+
+
+async def test_input_that_arrives_during_an_emergency_condensation_is_kept_after_it(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A message sent while the emergency summary is written follows the summary in the next
+    request."""
+    model, condenser = fresh_model(), emergency_model()
+    fake.queue(Overflow(), Text("on it"), model=model)
+    fake.queue(Slow(Text("SUMMARY"), chunk_delay=0.3, chunks=6), model=condenser)
+    policy = {"emergencyModel": f"anthropic:{condenser}"}
+    thread = await start(session, daemon, tmp_path / "w", model, policy)
+    with anyio.fail_after(10):
+        while not [r for r in fake.requests if r.model == condenser]:  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+    path = f"/threads/{thread['id']}/messages"
+    status, _ = await call(session, daemon, "POST", path, {"text": "also tag it"})
+    assert status == 202
+    await wait_for(session, daemon, thread["id"], lambda e: e.get("text") == "on it")
+    after = sent(fake, model)[1]
+    texts = [b["text"] for b in after[0]["content"]]
+    assert texts == [reset.EMERGENCY_NOTICE, "SUMMARY", "also tag it"]
+
+
+async def test_without_an_emergency_condenser_an_overflow_stops_the_turn_and_keeps_it_all(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """No emergency model: the turn fails with a recoverable error saying so, and nothing is
+    cut or summarized."""
+    model = fresh_model()
+    fake.queue(Overflow(), model=model)
+    thread = await start(session, daemon, tmp_path / "w", model)
+    events = await ended(session, daemon, thread["id"])
+    assert events[-1]["outcome"] == "failed"
+    assert "no emergency condenser" in events[-1]["reason"]
+    assert not [e for e in events if e["kind"].startswith("reset.")]
+    assert [e["code"] for e in events if e["kind"] == "system.line"] == ["emergency-unavailable"]
+
+
+async def test_an_emergency_condenser_that_fails_every_try_stops_the_turn(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """Five tries, each with shorter previews, all refused: the turn fails naming them, and
+    the history is kept."""
+    model, condenser = fresh_model(), emergency_model()
+    work = tmp_path / "w"
+    await anyio.Path(work).mkdir()
+    await anyio.Path(work / "big.txt").write_text(
+        "the quick brown fox jumps over a lazy dog\n" * 500
+    )
+    fake.queue(ToolCalls([Call("read", {"path": "big.txt"})]), Overflow(), model=model)
+    fake.queue(*[Fail(500)] * 5, model=condenser)
+    thread = await start(session, daemon, work, model, {"emergencyModel": f"anthropic:{condenser}"})
+    events = await ended(session, daemon, thread["id"])
+    assert events[-1]["outcome"] == "failed"
+    assert "failed all 5 tries" in events[-1]["reason"]
+    tries = [len(str(r.body["messages"])) for r in fake.requests if r.model == condenser]
+    assert len(tries) == 5
+    assert tries == sorted(tries, reverse=True)
+    assert tries[0] > tries[-1]
+    assert "reset.emergency" not in kinds(events)
+
+
+async def test_a_second_overflow_before_any_success_is_not_condensed_again(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """After an emergency condensation the prompt overflows again before any response
+    succeeds: the turn stops without a second summary, and new input does not lift that;
+    once a response succeeds, a later overflow is condensed again."""
+    model, condenser = fresh_model(), emergency_model()
+    fake.queue(Overflow(), Overflow(), Overflow(), Text("fits now"), model=model)
+    fake.queue(Overflow(), Text("ok"), model=model)
+    fake.queue(Text("S1"), Text("S2"), model=condenser)
+    thread = await start(session, daemon, tmp_path / "w", model, condensing_on(condenser))
+    first = await ended(session, daemon, thread["id"])
+    assert "another is not made automatically" in first[-1]["reason"]
+    second = await turn_after(session, daemon, thread["id"], "try again", first[-1]["seq"])
+    assert "another is not made automatically" in second[-1]["reason"]
+    assert len([r for r in fake.requests if r.model == condenser]) == 1
+    third = await turn_after(session, daemon, thread["id"], "once more", second[-1]["seq"])
+    assert third[-1]["outcome"] == "completed"
+    fourth = await turn_after(session, daemon, thread["id"], "and again", third[-1]["seq"])
+    assert fourth[-1]["outcome"] == "completed"
+    assert len([r for r in fake.requests if r.model == condenser]) == 2
+    assert kinds(fourth).count("reset.emergency") == 2
+
+
+@pytest.mark.parametrize("status", [401, 429, 500])
+async def test_unrelated_provider_errors_never_invoke_the_emergency_condenser(
+    daemon: DaemonProcess,
+    fake: FakeModelServer,
+    session: aiohttp.ClientSession,
+    tmp_path: Path,
+    status: int,
+) -> None:
+    """An authentication, rate-limit or server error fails the turn as it would anyway: no
+    summary is asked for and nothing is reset."""
+    model, condenser = fresh_model(), emergency_model()
+    fake.queue(Fail(status), model=model)
+    thread = await start(
+        session, daemon, tmp_path / "w", model, {"emergencyModel": f"anthropic:{condenser}"}
+    )
+    events = await ended(session, daemon, thread["id"])
+    assert events[-1]["outcome"] == "failed"
+    assert not [r for r in fake.requests if r.model == condenser]
+    assert not [e for e in events if e["kind"].startswith("reset.e")]
+
+
+async def test_an_estimate_past_the_budget_never_condenses(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A prompt estimated at many times the budget is warned about and sent: only a
+    provider's refusal could invoke the emergency condenser."""
+    model, condenser = fresh_model(), emergency_model()
+    fake.queue(Text("fine"), model=model)
+    policy = {"budget": 10, "emergencyModel": f"anthropic:{condenser}"}
+    thread = await start(session, daemon, tmp_path / "w", model, policy)
+    events = await ended(session, daemon, thread["id"])
+    assert events[-1]["outcome"] == "completed"
+    assert [e["level"] for e in events if e["kind"] == "reset.warned"] == [0.90]
+    assert not [r for r in fake.requests if r.model == condenser]
+
+
+async def test_a_fixed_context_that_fills_the_window_stops_with_a_sentence_saying_so(
+    fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A model window the system prompt and tools alone fill: the overflow stops the turn
+    with a sentence saying no condensation can help; the emergency model is not asked."""
+    model, condenser = fresh_model(), emergency_model()
+    fake.queue(Overflow(), model=model)
+    home = tmp_path / "home"
+    await anyio.Path(home).mkdir()
+    windows = f'{{"anthropic:{model}": 1000}}'
+    # No reserve below the line, so that a brief still fits a window the fixed context fills.
+    with running_daemon(
+        home, fake.url, CONDENSATE_MODEL_WINDOWS=windows, CONDENSATE_OUTPUT_RESERVE="0"
+    ) as small:
+        thread = await start(
+            session, small, tmp_path / "w", model, {"emergencyModel": f"anthropic:{condenser}"}
+        )
+        events = await ended(session, small, thread["id"])
+    assert "the fixed context alone" in events[-1]["reason"]
+    assert "1,000-token window" in events[-1]["reason"]
+    assert not [r for r in fake.requests if r.model == condenser]

@@ -74,7 +74,7 @@ class Context:
     async def checkpoint(self) -> Checkpoint:
         return self.checks.pop(0) if self.checks else PROCEED
 
-    def client(self) -> ModelClient:
+    def client(self, model: str | None = None) -> ModelClient:
         raise NotImplementedError
 
     async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str:

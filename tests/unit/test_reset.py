@@ -4,7 +4,14 @@ a ``condense`` call, and the exact view after a committed reset, rebuilt from th
 from __future__ import annotations
 
 from condensate import reset
-from condensate.events import AssistantMessage, ResetCommitted, ToolCall, UserMessage
+from condensate.events import (
+    AssistantMessage,
+    EmergencyReset,
+    ModelUsage,
+    ResetCommitted,
+    ToolCall,
+    UserMessage,
+)
 from condensate.projector import Projection, project
 from condensate.prompt import to_messages
 from condensate.providers.types import Text, ToolOutput, ToolUse
@@ -155,3 +162,23 @@ def test_a_reset_view_is_rebuilt_from_the_log_and_a_snapshot_exactly() -> None:
     assert [(e.seq, e.role) for e in replayed.entries] == [(e.seq, e.role) for e in b.view.entries]
     assert restored.entries == b.view.entries
     assert restored.resets == replayed.resets == 1
+
+
+def test_an_emergency_reset_blocks_another_until_a_main_model_response_succeeds() -> None:
+    """After an emergency reset the view is the summary and the later input; the block holds
+    through new input, a side call's count and a restart (snapshot or full replay), and a
+    main-model count lifts it."""
+    b = ThreadBuilder()
+    worked(b)
+    boundary = b.seq
+    b.user("arrived during it", 10)
+    b.add(EmergencyReset(at=b.tick(), summary="S", boundary=boundary, model="m", attempts=1), 5)
+    assert [e.role for e in b.view.entries] == ["summary", "user"]
+    assert b.view.emergency_blocked
+    b.user("new input", 10)
+    b.add(ModelUsage(at=b.tick(), input=5, side=True), 0)
+    assert b.view.emergency_blocked
+    assert project(b.log).emergency_blocked
+    assert Projection.from_json(b.view.to_json()).emergency_blocked
+    b.usage()
+    assert not b.view.emergency_blocked

@@ -1,0 +1,89 @@
+"""The emergency condenser of an agent-reset thread: when the provider refuses its prompt as
+too long for the window, the whole eligible view (all of it but the input after the refused
+request, which the reset keeps as it is) is summarized on the thread's emergency model from
+event previews. Up to ``attempts`` tries, each with previews ``scaling`` times shorter than
+the one before; any provider error is a failed try. An edge: it calls the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from condensate.errors import ProviderError
+from condensate.events import ResetPolicy
+from condensate.projector import Entry, Projection
+from condensate.providers import ModelClient, parse_model
+from condensate.providers.types import Message, Request, Text, Usage
+from condensate.render import entry_text
+
+PREVIEW_CHARS = 4_000
+"""An event's preview in the first try (then ``scaling`` times shorter each try)."""
+SUMMARY_TOKENS = 4_000
+
+SYSTEM = (
+    "You write the summary a coding agent resumes its work from: its context overflowed the "
+    "model's window and everything before this point is replaced by your summary. Keep what "
+    "the agent needs to carry on: the user's requests and instructions (quoted where short), "
+    "decisions made, what was tried and failed with its errors, the files touched and their "
+    "state, and exactly what was in progress and what is left. Be concrete and brief."
+)
+
+
+@dataclass(frozen=True)
+class Summary:
+    text: str
+    attempts: int
+    usage: Usage
+    model: str
+
+
+def eligible(view: Projection, boundary: int) -> list[Entry]:
+    """What the summary covers: the whole view but the genuine input after ``boundary``."""
+    return [e for e in view.entries if not (e.role == "user" and e.seq > boundary)]
+
+
+def previews(view: Projection, entries: Sequence[Entry], chars: int) -> str:
+    """The entries as text, each cut to its first and last ``chars / 2`` characters."""
+    parts: list[str] = []
+    for entry in entries:
+        text = entry_text(entry, view)
+        if not text:
+            continue
+        if len(text) > chars:
+            half = max(chars // 2, 1)
+            gap = len(text) - 2 * half
+            text = f"{text[:half]}\n[... {gap:,} characters left out ...]\n{text[-half:]}"
+        parts.append(text)
+    return "\n\n".join(parts)
+
+
+async def summarize(
+    view: Projection, boundary: int, client: ModelClient, policy: ResetPolicy
+) -> Summary | list[str]:
+    """The summary, or why each try failed."""
+    assert policy.emergency_model is not None
+    model = parse_model(policy.emergency_model).name
+    entries = eligible(view, boundary)
+    chars = float(PREVIEW_CHARS)
+    failures: list[str] = []
+    for attempt in range(1, policy.emergency_attempts + 1):
+        transcript = previews(view, entries, max(int(chars), 200))
+        request = Request(
+            model=model,
+            messages=(Message("user", (Text(f"The conversation so far:\n\n{transcript}"),)),),
+            system=SYSTEM,
+            tools=(),
+            max_tokens=SUMMARY_TOKENS,
+        )
+        try:
+            reply = await client.complete(request)
+        except ProviderError as exc:
+            failures.append(f"try {attempt}: {exc}")
+            chars *= policy.emergency_scaling
+            continue
+        if reply.text.strip():
+            return Summary(reply.text.strip(), attempt, reply.usage, reply.model or model)
+        failures.append(f"try {attempt}: the summary came back empty")
+        chars *= policy.emergency_scaling
+    return failures
