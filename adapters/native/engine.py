@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from condensate.head_tools import COMPACTION_TOOLS, HEAD_TOOLS
 from condensate.projector import Projection
 from condensate.prompt import to_messages, with_notice
 from condensate.providers import parse_model
-from condensate.providers.types import Request, ToolSpec
+from condensate.providers.types import Request, ToolSpec, Usage
 from condensate.staged_warnings import due_warning
 from condensate.tokens import counter_for
 
@@ -210,15 +211,7 @@ class NativeEngine:
                     # The warning the request carried, where the model read it (before the
                     # count that measured it): the next request's history is what this sent.
                     *([] if warning is None else [warning]),
-                    ModelUsage(
-                        at=ctx.now(),
-                        input=reply.usage.input,
-                        cache_read=reply.usage.cache_read,
-                        cache_write=reply.usage.cache_write,
-                        output=reply.usage.output,
-                        model=reply.model,
-                        message_id=reply.message_id,
-                    ),
+                    _counted(reply.usage, ctx.now(), reply.model, message_id=reply.message_id),
                     AssistantMessage(
                         at=ctx.now(),
                         text=reply.text,
@@ -379,15 +372,7 @@ async def _emergency(
         else:
             await ctx.append(
                 [
-                    ModelUsage(
-                        at=ctx.now(),
-                        input=done.usage.input,
-                        cache_read=done.usage.cache_read,
-                        cache_write=done.usage.cache_write,
-                        output=done.usage.output,
-                        model=done.model,
-                        side=True,
-                    ),
+                    _counted(done.usage, ctx.now(), done.model, side=True),
                     EmergencyReset(
                         at=ctx.now(),
                         summary=done.text,
@@ -400,6 +385,22 @@ async def _emergency(
             return None
     await ctx.append(SystemLine(at=ctx.now(), code="emergency-unavailable", text=f"{why}."))
     return why
+
+
+def _counted(
+    usage: Usage, at: datetime, model: str, *, message_id: str | None = None, side: bool = False
+) -> ModelUsage:
+    """A call's count as the log keeps it."""
+    return ModelUsage(
+        at=at,
+        input=usage.input,
+        cache_read=usage.cache_read,
+        cache_write=usage.cache_write,
+        output=usage.output,
+        model=model,
+        message_id=message_id,
+        side=side,
+    )
 
 
 def _condense(
