@@ -87,6 +87,10 @@ class TurnContext(Protocol):
 
     async def checkpoint(self) -> Checkpoint: ...
 
+    def usage(self) -> ContextUsage:
+        """How full the next prompt is, as the runtime measures it (no window is taken)."""
+        ...
+
     def client(self, model: str | None = None) -> ModelClient:
         """The client of ``model`` (default: the thread's)."""
         ...

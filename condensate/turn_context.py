@@ -11,6 +11,7 @@ from datetime import datetime
 from condensate import approvals
 from condensate.engine import Checkpoint, ThreadSpec, Verdict
 from condensate.events import Event, Stored
+from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.providers import ModelClient
 from condensate.thread import Services, Thread
@@ -41,6 +42,9 @@ class RuntimeTurn:
     async def checkpoint(self) -> Checkpoint:
         async with self.thread.lock:
             return await self.runtime.checkpoint(self.thread)
+
+    def usage(self) -> ContextUsage:
+        return self.runtime.usage(self.thread)
 
     def client(self, model: str | None = None) -> ModelClient:
         return self.runtime.client_for(model or self.thread.spec.model)

@@ -41,12 +41,12 @@ from condensate.events import (
     UserMessage,
     Window,
 )
-from condensate.head_tools import COMPACTION_TOOLS, HEAD_TOOLS
+from condensate.head_tools import COMPACTION_TOOLS, CONTEXT_USAGE, HEAD_TOOLS
 from condensate.projector import Projection
 from condensate.prompt import to_messages, with_notice
 from condensate.providers import parse_model
 from condensate.providers.types import Request, ToolSpec, Usage
-from condensate.staged_warnings import due_warning
+from condensate.staged_warnings import budget_of, due_warning
 from condensate.tokens import counter_for
 
 log = structlog.get_logger()
@@ -85,7 +85,7 @@ CONTROL_TOOLS: dict[str, ToolSpec] = {
     **{
         tool["name"]: ToolSpec(tool["name"], tool["description"], tool["schema"])
         for tool in HEAD_TOOLS
-        if tool["name"] in COMPACTION_TOOLS
+        if tool["name"] in (*COMPACTION_TOOLS, CONTEXT_USAGE)
     },
 }
 
@@ -322,6 +322,16 @@ class NativeEngine:
                             keep_from=keep_from if isinstance(keep_from, int) else None,
                         ),
                     ]
+                case "context_usage":
+                    return [
+                        ToolResult(
+                            at=at,
+                            call_id=call.id,
+                            tool=call.name,
+                            output=json.dumps(_usage_answer(ctx, self.spec)),
+                            category="control",
+                        )
+                    ]
                 case "compact_microcompact":
                     return [
                         ToolResult(
@@ -385,6 +395,29 @@ async def _emergency(
             return None
     await ctx.append(SystemLine(at=ctx.now(), code="emergency-unavailable", text=f"{why}."))
     return why
+
+
+def _usage_answer(ctx: TurnContext, spec: ThreadSpec) -> dict[str, Any]:
+    """``context_usage``'s answer: the next prompt against the line, the ceiling and the
+    window; for an agent-reset thread, against its warning budget too."""
+    usage = ctx.usage()
+    view = ctx.view
+    answer: dict[str, Any] = {
+        "used": usage.used,
+        "line": usage.line,
+        "ceiling": usage.ceiling,
+        "window": usage.window,
+        "fraction": round(usage.fraction, 4),
+        "anchored": usage.anchored,
+        "pendingAsk": None if view.ask is None else view.ask.ask_id,
+    }
+    if spec.reset is not None:
+        budget = budget_of(spec.reset, usage)
+        answer["budget"] = budget
+        answer["ofBudget"] = None if not budget else round(usage.used / budget, 4)
+        answer["warnings"] = list(spec.reset.warnings)
+        answer["resets"] = view.resets
+    return answer
 
 
 def _counted(

@@ -8,6 +8,7 @@ without running the tool again."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -602,3 +603,23 @@ async def test_a_fixed_context_that_fills_the_window_stops_with_a_sentence_sayin
     assert "the fixed context alone" in events[-1]["reason"]
     assert "1,000-token window" in events[-1]["reason"]
     assert not [r for r in fake.requests if r.model == condenser]
+
+
+async def test_context_usage_tells_a_native_agent_how_full_its_context_is(
+    daemon: DaemonProcess, fake: FakeModelServer, session: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A native thread's context_usage answers with the next prompt against its line,
+    ceiling and window, and for an agent-reset thread against its budget, its warning levels
+    and its resets."""
+    model = fresh_model()
+    fake.queue(ToolCalls([Call("context_usage", {}, id="u1")]), Text("noted"), model=model)
+    thread = await start(session, daemon, tmp_path / "w", model, {"budget": 50_000})
+    events = await ended(session, daemon, thread["id"])
+    (result,) = [e for e in events if e["kind"] == "tool.result"]
+    answer = json.loads(result["output"])
+    assert not result["is_error"]
+    assert answer["budget"] == 50_000
+    assert answer["warnings"] == [0.75, 0.80, 0.85, 0.90]
+    assert answer["resets"] == 0
+    assert 0 < answer["used"] < answer["line"] <= answer["ceiling"] <= answer["window"]
+    assert answer["ofBudget"] == round(answer["used"] / 50_000, 4)

@@ -77,6 +77,9 @@ class Context:
     def client(self, model: str | None = None) -> ModelClient:
         raise NotImplementedError
 
+    def usage(self) -> ContextUsage:
+        return USAGE
+
     async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str:
         raise NotImplementedError
 
