@@ -58,6 +58,9 @@ class CreateThread(_Body):
     CLI engines it is asked to compact rather than cut. Only when asked for."""
     reset: ResetBody | None = None
     """Agent-reset mode: the agent condenses its own context; absent: Condensate windows it."""
+    output_cap: int | None = Field(default=None, alias="outputCap", gt=0, le=1_000_000)
+    """Tokens of a tool result the view shows; a larger one is paged: its beginning and a
+    reference to read the rest by (the log keeps it all). Absent: results are not paged."""
 
 
 class SendMessage(_Body):

@@ -50,6 +50,8 @@ class ThreadSpec:
     parent: str | None = None
     reset: ResetPolicy | None = None
     """Set for an agent-reset thread (its agent condenses its own context)."""
+    output_cap: int | None = None
+    """Tokens of a tool result the view shows; a larger one is paged (None: not paged)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,10 @@ class TurnContext(Protocol):
 
     def usage(self) -> ContextUsage:
         """How full the next prompt is, as the runtime measures it (no window is taken)."""
+        ...
+
+    async def read(self, seq: int) -> Stored:
+        """The thread's event at ``seq``, from the log (``EventNotFound`` when none)."""
         ...
 
     def client(self, model: str | None = None) -> ModelClient:
@@ -249,6 +255,8 @@ class EngineInfo:
     and the gateway holds the old session's requests until the new one starts."""
     default: bool = False
     """The engine a thread created without one runs on."""
+    recall: bool = False
+    """Its agent has ``recall(seq)``: a receipt's original is redeemable, and says so."""
     session_header: str | None = None
     """The request header in which the engine's CLI names the session a model request
     belongs to: through the gateway, a request naming an older session is refused."""

@@ -71,6 +71,10 @@ class ThreadCreated(_Event):
     """System prompt, tool schemas and skills, as measured when the thread was set up."""
     reset: ResetPolicy | None = None
     """Set for an agent-reset thread; None: Condensate's planner windows the thread."""
+    recall: bool = False
+    """The thread's agent has ``recall``: its receipts say how to get a cleared result back."""
+    output_cap: int | None = None
+    """Tokens of a tool result the view shows; a larger one is paged (the log keeps it all)."""
 
 
 class BaselineMeasured(_Event):

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from condensate import receipts, reset
+from condensate import paging, receipts, reset
 from condensate.events import (
     ApprovalAnswered,
     ApprovalRequested,
@@ -72,6 +72,8 @@ class Entry:
     category: receipts.Category | None = None
     call_id: str = ""
     """For a tool result, the call it answers (kept when the result is cleared)."""
+    paged: int | None = None
+    """For a tool result over the thread's output cap, the characters the view shows."""
 
 
 @dataclass(slots=True)
@@ -184,6 +186,10 @@ class Projection:
     """The seq of the latest session a CLI started with a rendered window (a fork, a fresh
     session or Codex thread): what the view held before it is text inside that session's
     first message, which no receipt can reach, so cheap tiers leave it alone."""
+    recall: bool = False
+    """The agent has ``recall``: receipts say so."""
+    output_cap: int | None = None
+    """Tokens of a tool result the view shows whole (None: every result is shown whole)."""
     reset_requested: str | None = None
     """The call of a ``condense`` whose reset is requested and not yet committed."""
     resets: int = 0
@@ -223,8 +229,7 @@ class Projection:
     def _fold(self, seq: int, event: Event, tokens: int) -> None:
         match event:
             case ThreadCreated():
-                self.engine, self.model, self.head = event.engine, event.model, event.head
-                self.baseline_tokens = event.baseline_tokens
+                self._created(event)
             case BaselineMeasured(tokens=measured):
                 self.baseline_tokens = measured
             case TurnStarted():
@@ -245,11 +250,7 @@ class Projection:
                     self._calls[call.id] = seq
                 self._push(Entry(seq, "assistant", tokens, tokens, event, batch=seq))
             case ToolResult():
-                batch = self._calls.pop(event.call_id, seq)
-                category = event.category or receipts.categorize(event.tool)
-                self._push(
-                    Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
-                )
+                self._result(seq, event, tokens)
             case ModelUsage():
                 self._counted(seq, event)
             case EngineNotice(notice="session-fresh" | "session-forked"):
@@ -274,6 +275,22 @@ class Projection:
                 self._fold_reset(seq, event, tokens)
             case _:
                 pass
+
+    def _result(self, seq: int, event: ToolResult, tokens: int) -> None:
+        batch = self._calls.pop(event.call_id, seq)
+        category = event.category or receipts.categorize(event.tool)
+        entry = Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
+        cap = self.output_cap
+        if cap is not None and tokens > cap:
+            entry.paged = paging.shown_chars(event.output, tokens, cap)
+            entry.tokens = estimate(paging.shown(event.output, entry.paged, seq))
+        self._push(entry)
+
+    def _created(self, event: ThreadCreated) -> None:
+        self.engine, self.model, self.head = event.engine, event.model, event.head
+        self.recall = event.recall
+        self.output_cap = event.output_cap
+        self.baseline_tokens = event.baseline_tokens
 
     def _fold_ask(self, seq: int, event: AskOpened | AskAnswered | CompactionRequested) -> None:
         match event:
@@ -370,7 +387,7 @@ class Projection:
         if entry.role != "tool" or entry.receipt is not None or entry.event is None:
             return
         assert isinstance(entry.event, ToolResult)
-        receipt = receipts.receipt(entry.event, entry.seq, entry.full_tokens)
+        receipt = receipts.receipt(entry.event, entry.seq, entry.full_tokens, recall=self.recall)
         entry.receipt = receipt
         entry.event = None
         self.view_tokens -= entry.tokens

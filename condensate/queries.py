@@ -89,4 +89,5 @@ def spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
         head=created.head,
         parent=created.parent,
         reset=created.reset,
+        output_cap=created.output_cap,
     )

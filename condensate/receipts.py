@@ -119,9 +119,9 @@ def files_named(tool: str, argument: str) -> list[str]:
     return [argument]
 
 
-def receipt(result: ToolResult, seq: int, tokens: int) -> str:
+def receipt(result: ToolResult, seq: int, tokens: int, *, recall: bool = False) -> str:
     """The one line that stands in for a cleared result: tool, argument, size, seq, and how
-    to get it back."""
+    to get it back (with ``recall``: the tool that returns the original)."""
     what = f"{result.tool}({result.argument})" if result.argument else result.tool
     category = result.category or categorize(result.tool)
     if category == "reread":
@@ -129,6 +129,8 @@ def receipt(result: ToolResult, seq: int, tokens: int) -> str:
     else:
         back = "failed" if result.is_error else "completed"
         back = f"the action {back}; rerun or reread to see its effect"
+    if recall:
+        back = f"{back}, or recall(seq={seq}) for the original"
     return f"[receipt seq {seq}: {what}, {tokens} tokens cleared; {back}]"
 
 

@@ -350,6 +350,8 @@ class Runtime:
             parent=spec.parent,
             baseline_tokens=engine.baseline(spec),
             reset=spec.reset,
+            recall=profile.info.recall,
+            output_cap=spec.output_cap,
         )
         await self.append(
             thread,

@@ -387,6 +387,7 @@ async def create_thread(request: web.Request) -> web.Response:
         permissions=body.permissions,
         head=body.head,
         reset=policy,
+        output_cap=body.output_cap,
     )
     thread = await runtime.create(spec, window=window)
     return web.json_response(thread_json(runtime, thread), status=201)

@@ -46,6 +46,9 @@ class RuntimeTurn:
     def usage(self) -> ContextUsage:
         return self.runtime.usage(self.thread)
 
+    async def read(self, seq: int) -> Stored:
+        return await self.runtime.log.read(self.thread.thread_id, seq)
+
     def client(self, model: str | None = None) -> ModelClient:
         return self.runtime.client_for(model or self.thread.spec.model)
 

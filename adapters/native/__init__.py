@@ -30,6 +30,7 @@ ENGINE = EngineInfo(
     heads="cut",
     restarts=False,
     default=True,
+    recall=True,
     settings=NativeSettings,
 )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,9 @@ import structlog
 from adapters.native.permissions import allows, needs_approval, permissions_problem
 from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
-from condensate import emergency, reset
+from condensate import emergency, paging, reset
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
-from condensate.errors import ContextWindowExceeded, ProviderError, Refused
+from condensate.errors import ContextWindowExceeded, EventNotFound, ProviderError, Refused
 from condensate.events import (
     AssistantMessage,
     CompactionRequested,
@@ -65,6 +66,9 @@ requests, decisions, file locations, next steps) in files with your tools, then 
 alone, with a short message to your future self if it helps. After it you start afresh from \
 your notes."""
 CONDENSE = ToolSpec(reset.TOOL, reset.DESCRIPTION, reset.SCHEMA)
+PAGED_OUTPUT_CHARS = 400_000
+"""What a tool may put in the log when the thread pages its results (the view shows a
+page of it): the tools' own cap is raised to this."""
 
 CONTROL_TOOLS: dict[str, ToolSpec] = {
     "spawn": ToolSpec(
@@ -87,6 +91,10 @@ CONTROL_TOOLS: dict[str, ToolSpec] = {
         for tool in HEAD_TOOLS
         if tool["name"] in (*COMPACTION_TOOLS, CONTEXT_USAGE)
     },
+    paging.RECALL_TOOL: ToolSpec(
+        paging.RECALL_TOOL, paging.RECALL_DESCRIPTION, paging.RECALL_SCHEMA
+    ),
+    paging.READ_TOOL: ToolSpec(paging.READ_TOOL, paging.READ_DESCRIPTION, paging.READ_SCHEMA),
 }
 
 
@@ -141,6 +149,9 @@ class NativeEngine:
             permissions=spec.permissions,
             off_limits=() if env is None else (env.home,),
         )
+        if spec.output_cap is not None:
+            # The view pages what is large: the log gets the output, not a cut of it.
+            self.tool_context = replace(self.tool_context, output_cap=PAGED_OUTPUT_CHARS)
 
     def baseline(self, spec: ThreadSpec) -> int:
         counter = counter_for(spec.model)
@@ -332,6 +343,18 @@ class NativeEngine:
                             category="control",
                         )
                     ]
+                case paging.RECALL_TOOL | paging.READ_TOOL:
+                    text, failed = await _read_back(ctx, call)
+                    return [
+                        ToolResult(
+                            at=at,
+                            call_id=call.id,
+                            tool=call.name,
+                            output=text,
+                            is_error=failed,
+                            category="control",
+                        )
+                    ]
                 case "compact_microcompact":
                     return [
                         ToolResult(
@@ -395,6 +418,34 @@ async def _emergency(
             return None
     await ctx.append(SystemLine(at=ctx.now(), code="emergency-unavailable", text=f"{why}."))
     return why
+
+
+async def _read_back(ctx: TurnContext, call: ToolCall) -> tuple[str, bool]:
+    """``recall(seq)``: the original of an earlier message or result; ``read_tool_output(ref,
+    offset, length)``: a page of a result's output. Read from the log, so that what a window
+    cleared or a reset let go is there too; a large one comes a page at a time."""
+    args = call.arguments
+    raw = args.get("seq") if call.name == paging.RECALL_TOOL else args.get("ref")
+    try:
+        seq = int(str(raw))
+        stored = await ctx.read(seq)
+    except (ValueError, EventNotFound):
+        return f"There is no event {raw!r} in this thread's log to read.", True
+    event = stored.event
+    if isinstance(event, ToolResult):
+        text = event.output
+    elif isinstance(event, UserMessage | AssistantMessage):
+        text = event.text
+    else:
+        return f"Seq {seq} is a {event.kind} event, not a message or a tool result.", True
+    size = paging.page_chars(ctx.view.output_cap)
+    offset = args.get("offset", 0)
+    length = args.get("length", size)
+    if not isinstance(offset, int) or not isinstance(length, int) or offset < 0 or length < 1:
+        return "offset must be an integer of at least 0 and length one of at least 1.", True
+    if call.name == paging.RECALL_TOOL and len(text) <= size:
+        return text, False
+    return paging.page(text, offset, min(length, paging.MAX_PAGE_CHARS), seq), False
 
 
 def _usage_answer(ctx: TurnContext, spec: ThreadSpec) -> dict[str, Any]:

@@ -1,0 +1,161 @@
+"""Paging and recall on the native engine, through a real daemon and the fake model: a tool
+result over the thread's output cap reaches the model as its beginning and a reference (the
+log keeps all of it), ``read_tool_output`` pages through the rest, ``recall`` returns an
+earlier original, and a receipt says how to get its original back."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+
+from condensate import paging
+from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
+
+LINE = "the quick brown fox jumps over a lazy dog {:05d}\n"
+READ_SEQ = 6
+"""The read's result: after the thread, the brief, the turn, the first count and the call."""
+_models = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def daemon(
+    fake: FakeModelServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DaemonProcess]:
+    with running_daemon(tmp_path_factory.mktemp("paging"), fake.url) as process:
+        yield process
+
+
+@pytest.fixture
+async def session() -> Any:
+    async with aiohttp.ClientSession() as http:
+        yield http
+
+
+async def run(
+    daemon: DaemonProcess,
+    session: aiohttp.ClientSession,
+    fake: FakeModelServer,
+    work: Path,
+    replies: list[Any],
+    **extra: Any,
+) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """A thread over ``work`` whose model answers ``replies``: its log once its turn ended,
+    and the messages of each request the fake had."""
+    model = f"claude-paging-{next(_models)}"
+    fake.queue(*replies, model=model)
+    body = {"model": f"anthropic:{model}", "cwd": str(work), "brief": "Look at big.txt.", **extra}
+    status, created = await call(session, daemon, "POST", "/threads", body)
+    assert status == 201, created
+    events = await wait_for(session, daemon, created["id"], lambda e: e["kind"] == "turn.ended")
+    requests = [r.body["messages"] for r in fake.requests if r.model == model and r.body]
+    return events, requests
+
+
+PAGE = {"offset": 500, "length": 300}
+
+
+@pytest.fixture
+async def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "w"
+    await anyio.Path(folder).mkdir()
+    text = "".join(LINE.format(i) for i in range(2_000))  # about 90,000 characters
+    await anyio.Path(folder / "big.txt").write_text(text)
+    return folder
+
+
+def result_of(messages: list[dict[str, Any]], call_id: str) -> dict[str, Any]:
+    for message in messages:
+        for block in message["content"]:
+            if block.get("type") == "tool_result" and block["tool_use_id"] == call_id:
+                return dict(block)
+    msg = f"no result for {call_id}"
+    raise AssertionError(msg)
+
+
+async def test_a_result_over_the_cap_is_paged_and_read_on(
+    daemon: DaemonProcess, session: aiohttp.ClientSession, fake: FakeModelServer, work: Path
+) -> None:
+    """With outputCap 1,000 tokens, a 90,000-character read reaches the model as its
+    beginning and a notice naming its ref and where to read on; the log holds all of it; a
+    read_tool_output call returns exactly the characters asked for."""
+    events, requests = await run(
+        daemon,
+        session,
+        fake,
+        work,
+        [
+            ToolCalls([Call("read", {"path": "big.txt"}, id="r1")]),
+            Text("done"),
+        ],
+        outputCap=1_000,
+    )
+    logged = next(e for e in events if e["kind"] == "tool.result" and e["call_id"] == "r1")
+    assert logged["seq"] == READ_SEQ
+    assert "00000" in logged["output"]
+    assert "01999" in logged["output"]  # the log keeps all of it
+    seen = result_of(requests[1], "r1")["content"]
+    assert seen.startswith(logged["output"][:200])
+    assert "01999" not in seen
+    assert f'{paging.READ_TOOL}(ref="{logged["seq"]}", offset=' in seen
+    assert len(seen) < 6_000
+
+
+async def test_read_tool_output_returns_the_page_asked_for(
+    daemon: DaemonProcess, session: aiohttp.ClientSession, fake: FakeModelServer, work: Path
+) -> None:
+    """read_tool_output(ref, offset, length) answers with exactly those characters of the
+    logged original and says where the next page starts."""
+    events, requests = await run(
+        daemon,
+        session,
+        fake,
+        work,
+        [
+            ToolCalls([Call("read", {"path": "big.txt"}, id="r1")]),
+            ToolCalls([Call(paging.READ_TOOL, {"ref": str(READ_SEQ), **PAGE}, id="p1")]),
+            Text("done"),
+        ],
+        outputCap=1_000,
+    )
+    logged = next(e for e in events if e["kind"] == "tool.result" and e["call_id"] == "r1")
+    assert logged["seq"] == READ_SEQ
+    paged = next(e for e in events if e["kind"] == "tool.result" and e["call_id"] == "p1")
+    assert not paged["is_error"], paged["output"]
+    assert paged["output"].startswith(logged["output"][500:800] + "\n\n[Characters 500 to 800")
+    assert f'ref="{READ_SEQ}", offset=800, length=300' in paged["output"]
+    assert result_of(requests[2], "p1")["content"] == paged["output"]
+
+
+async def test_recall_returns_an_earlier_original_from_the_log(
+    daemon: DaemonProcess, session: aiohttp.ClientSession, fake: FakeModelServer, work: Path
+) -> None:
+    """recall(seq) of the brief returns its text; of a seq that is no message or result, an
+    error naming it; of a seq past the log, an error."""
+    events, _ = await run(
+        daemon,
+        session,
+        fake,
+        work,
+        [
+            ToolCalls(
+                [
+                    Call(paging.RECALL_TOOL, {"seq": 2}, id="a"),
+                    Call(paging.RECALL_TOOL, {"seq": 1}, id="b"),
+                    Call(paging.RECALL_TOOL, {"seq": 9999}, id="c"),
+                ]
+            ),
+            Text("done"),
+        ],
+    )
+    results = {e["call_id"]: e for e in events if e["kind"] == "tool.result"}
+    assert (results["a"]["output"], results["a"]["is_error"]) == ("Look at big.txt.", False)
+    assert results["b"]["is_error"]
+    assert "thread.created" in results["b"]["output"]
+    assert results["c"]["is_error"]
