@@ -61,6 +61,9 @@ class CreateThread(_Body):
     output_cap: int | None = Field(default=None, alias="outputCap", gt=0, le=1_000_000)
     """Tokens of a tool result the view shows; a larger one is paged: its beginning and a
     reference to read the rest by (the log keeps it all). Absent: results are not paged."""
+    near_limit_warnings: bool = Field(default=False, alias="nearLimitWarnings")
+    """Each request near the line carries an URGENT (70 % of the line) or CRITICAL (90 %)
+    notice in its system prompt, that request only (the native loop)."""
 
 
 class SendMessage(_Body):

@@ -52,6 +52,8 @@ class ThreadSpec:
     """Set for an agent-reset thread (its agent condenses its own context)."""
     output_cap: int | None = None
     """Tokens of a tool result the view shows; a larger one is paged (None: not paged)."""
+    near_limit_warnings: bool = False
+    """Requests near the line carry a request-scoped URGENT or CRITICAL notice."""
 
 
 @dataclass(frozen=True)

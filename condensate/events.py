@@ -75,6 +75,8 @@ class ThreadCreated(_Event):
     """The thread's agent has ``recall``: its receipts say how to get a cleared result back."""
     output_cap: int | None = None
     """Tokens of a tool result the view shows; a larger one is paged (the log keeps it all)."""
+    near_limit_warnings: bool = False
+    """Each request near the line carries an URGENT or CRITICAL notice in its system prompt."""
 
 
 class BaselineMeasured(_Event):

@@ -90,4 +90,5 @@ def spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
         parent=created.parent,
         reset=created.reset,
         output_cap=created.output_cap,
+        near_limit_warnings=created.near_limit_warnings,
     )

@@ -352,6 +352,7 @@ class Runtime:
             reset=spec.reset,
             recall=profile.info.recall,
             output_cap=spec.output_cap,
+            near_limit_warnings=spec.near_limit_warnings,
         )
         await self.append(
             thread,

@@ -388,6 +388,7 @@ async def create_thread(request: web.Request) -> web.Response:
         head=body.head,
         reset=policy,
         output_cap=body.output_cap,
+        near_limit_warnings=body.near_limit_warnings,
     )
     thread = await runtime.create(spec, window=window)
     return web.json_response(thread_json(runtime, thread), status=201)

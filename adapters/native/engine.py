@@ -24,7 +24,7 @@ import structlog
 from adapters.native.permissions import allows, needs_approval, permissions_problem
 from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
-from condensate import emergency, paging, reset
+from condensate import emergency, near_limits, paging, reset
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.errors import ContextWindowExceeded, EventNotFound, ProviderError, Refused
 from condensate.events import (
@@ -43,6 +43,7 @@ from condensate.events import (
     Window,
 )
 from condensate.head_tools import COMPACTION_TOOLS, CONTEXT_USAGE, HEAD_TOOLS
+from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.prompt import to_messages, with_notice
 from condensate.providers import parse_model
@@ -153,6 +154,14 @@ class NativeEngine:
             # The view pages what is large: the log gets the output, not a cut of it.
             self.tool_context = replace(self.tool_context, output_cap=PAGED_OUTPUT_CHARS)
 
+    def _system(self, usage: ContextUsage) -> str:
+        """The system prompt of the next request: with a notice near the line, when the
+        thread asks for one (that request's only; never in the history)."""
+        if not self.spec.near_limit_warnings or self.spec.reset is not None:
+            return self.system
+        near = near_limits.notice(usage)
+        return self.system if near is None else f"{self.system}\n\n{near}"
+
     def baseline(self, spec: ThreadSpec) -> int:
         counter = counter_for(spec.model)
         schemas = json.dumps(
@@ -187,7 +196,7 @@ class NativeEngine:
             request = Request(
                 model=model,
                 messages=tuple(messages),
-                system=self.system,
+                system=self._system(check.usage),
                 tools=self.tools,
             )
             try:

@@ -159,3 +159,38 @@ async def test_recall_returns_an_earlier_original_from_the_log(
     assert results["b"]["is_error"]
     assert "thread.created" in results["b"]["output"]
     assert results["c"]["is_error"]
+
+
+def system(body: dict[str, Any]) -> str:
+    """A Messages request's system prompt as text (a string, or text blocks)."""
+    raw = body.get("system") or ""
+    if isinstance(raw, list):
+        return " ".join(str(b.get("text", "")) for b in raw if isinstance(b, dict))
+    return str(raw)
+
+
+async def test_a_request_near_the_line_carries_a_notice_in_its_system_prompt_only(
+    fake: FakeModelServer, session: aiohttp.ClientSession, work: Path, tmp_path: Path
+) -> None:
+    """With nearLimitWarnings and a 20,000-token ceiling, the request after a large read
+    (past 70 % of the line) carries an URGENT notice in its system prompt; the first did not;
+    no message and no event holds it."""
+    home = tmp_path / "home"
+    await anyio.Path(home).mkdir()
+    with running_daemon(home, fake.url, CONDENSATE_WINDOW_CEILING="20000") as small:
+        model = f"claude-paging-{next(_models)}"
+        fake.queue(ToolCalls([Call("read", {"path": "big.txt"})]), Text("done"), model=model)
+        body = {
+            "model": f"anthropic:{model}",
+            "cwd": str(work),
+            "brief": "Look at big.txt.",
+            "nearLimitWarnings": True,
+        }
+        status, created = await call(session, small, "POST", "/threads", body)
+        assert status == 201, created
+        events = await wait_for(session, small, created["id"], lambda e: e["kind"] == "turn.ended")
+    first, second = [r.body for r in fake.requests if r.model == model]
+    assert "[Condensate] URGENT" not in system(first)
+    assert "[Condensate] URGENT:" in system(second) or "[Condensate] CRITICAL:" in system(second)
+    assert "[Condensate]" not in str(second["messages"])
+    assert "[Condensate]" not in str(events)
