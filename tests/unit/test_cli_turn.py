@@ -80,6 +80,9 @@ class Context:
     def usage(self) -> ContextUsage:
         return USAGE
 
+    async def read(self, seq: int) -> Stored:
+        raise NotImplementedError
+
     async def spawn(self, brief: str, call_id: str, model: str | None = None) -> str:
         raise NotImplementedError
 
