@@ -41,6 +41,7 @@ from condensate.runtime import Runtime
 from condensate.server import Guard, make_app
 from condensate.settings import Settings, read_settings
 from condensate.sqlite_store import SqliteStore
+from condensate.webhook import UsageWebhook
 
 log = structlog.get_logger()
 
@@ -142,9 +143,24 @@ async def _log_and_fleet(settings: Settings, url: str) -> tuple[EventStore, Flee
     return store, Fleet(store, owner.name, owner.url, owner.seconds)
 
 
-async def _take_up(runtime: Runtime, fleet: Fleet | None, tasks: TaskGroup) -> None:
-    """Recover the threads in the log (in a fleet, those this daemon can claim), and keep
-    the fleet's leases for as long as the daemon runs."""
+def _usage_webhook(
+    settings: Settings, session: aiohttp.ClientSession, runtime: Runtime
+) -> UsageWebhook | None:
+    """The usage stream's webhook, when the settings name one: the runtime reports to it."""
+    if not settings.usage_webhook:
+        return None
+    webhook = UsageWebhook(settings.usage_webhook, session)
+    runtime.usage_sink = webhook.offer
+    return webhook
+
+
+async def _take_up(
+    runtime: Runtime, fleet: Fleet | None, tasks: TaskGroup, webhook: UsageWebhook | None
+) -> None:
+    """Recover the threads in the log (in a fleet, those this daemon can claim), keep the
+    fleet's leases and post the usage stream for as long as the daemon runs."""
+    if webhook is not None:
+        tasks.start_soon(webhook.run, name="usage webhook")
     if fleet is None:
         await recover(runtime)
         return
@@ -215,6 +231,7 @@ async def _running(
         )
         gateway = Gateway(upstream(settings), runtime, relay, admitter=runtime)
         runner: web.AppRunner | None = None
+        webhook = _usage_webhook(settings, session, runtime)
         runtime.fleet = fleet
         runtime.daemon_url = _loopback_url(settings.host, port)
         runtime.daemon_token = token
@@ -222,7 +239,7 @@ async def _running(
         try:
             async with anyio.create_task_group() as tasks:
                 runtime.bind(tasks)
-                await _take_up(runtime, fleet, tasks)
+                await _take_up(runtime, fleet, tasks, webhook)
                 guard = Guard(token, allowed_hosts(settings, port))
                 gate = edge.Gate(edge.connection_cap(file_limit))
                 runner = web.AppRunner(

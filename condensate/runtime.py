@@ -124,6 +124,8 @@ class Runtime:
     owns every thread in its log."""
     """A thread's way through the daemon's gateway; set by the composition root. None (a
     runtime without an HTTP server): the CLIs call their provider directly."""
+    usage_sink: Callable[[dict[str, Any]], None] | None = None
+    """Where a report of each model call's usage goes (the usage webhook), if anywhere."""
     engine_settings: Mapping[str, EngineSettings] | None = None
     """Each engine's own settings by name; an engine not named reads its own from the
     environment."""
@@ -167,7 +169,40 @@ class Runtime:
                     thread.released = True
                     raise
         thread.notify()
+        if self.usage_sink is not None:
+            for item in stored:
+                if isinstance(item.event, ModelUsage) and not item.event.side:
+                    self.usage_sink(self.usage_report(thread, item))
         return stored
+
+    def usage_report(self, thread: Thread, counted: Stored) -> dict[str, Any]:
+        """What the usage stream says of one model call: the call's count and cost, and the
+        thread's usage against its line, ceiling and window after it."""
+        usage = self.usage(thread)
+        call = counted.event
+        assert isinstance(call, ModelUsage)
+        return {
+            "thread": thread.thread_id,
+            "seq": counted.seq,
+            "at": call.at.isoformat(),
+            "engine": thread.spec.engine,
+            "model": call.model or thread.spec.model,
+            "call": {
+                "input": call.input,
+                "cacheRead": call.cache_read,
+                "cacheWrite": call.cache_write,
+                "output": call.output,
+                "usd": call.usd,
+            },
+            "usage": {
+                "used": usage.used,
+                "line": usage.line,
+                "ceiling": usage.ceiling,
+                "window": usage.window,
+                "fraction": round(usage.fraction, 4),
+                "anchored": usage.anchored,
+            },
+        }
 
     def _priced(self, usage: ModelUsage) -> ModelUsage:
         if usage.usd is not None:

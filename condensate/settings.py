@@ -90,6 +90,8 @@ class Settings(BaseSettings):
     instead of the SQLite file in ``home``, and may be shared by a fleet of daemons."""
     daemon_id: str | None = None
     """This daemon's name in a fleet (default: its host and state directory)."""
+    usage_webhook: str | None = None
+    """A URL the daemon POSTs each model call's usage to, as JSON (the operator's stream)."""
     lease_seconds: float = Field(default=15.0, ge=1.0, le=3600.0)
     """How long a daemon of a fleet owns a thread without renewing (every third of it)."""
 
