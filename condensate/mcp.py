@@ -2,8 +2,12 @@
 
 ``python -m condensate.mcp --url URL --thread ID`` (the bearer token in ``CONDENSATE_MCP_TOKEN``)
 speaks JSON-RPC 2.0, one message per line on stdin and stdout (MCP's stdio transport):
-``initialize``, ``notifications/initialized``, ``ping``, ``tools/list`` and ``tools/call``. Each
-tool is one call to the daemon's HTTP API for that thread:
+``initialize`` (the protocol version negotiated: the client's when this server speaks it, else
+its own newest), ``notifications/initialized``, ``ping``, ``tools/list`` (each tool with its
+annotations) and ``tools/call``. A request before ``initialize`` (but ``ping``), a batch, a
+message that is not a JSON-RPC object, an unknown tool and an argument that is wrong are
+answered with JSON-RPC errors naming the problem. Each tool is one call to the daemon's HTTP
+API for that thread:
 
 - ``compact_context(summary, keep_from?)``: ``POST /threads/:id/compact`` with mode ``summary``,
   by the thread; it answers a pending ask, or queues a compaction;
@@ -24,17 +28,51 @@ import urllib.error
 import urllib.request
 from typing import Any, TextIO
 
-from condensate.head_tools import COMPACT_CONTEXT, COMPACT_MICROCOMPACT, HEAD_TOOLS
+from condensate.head_tools import COMPACT_CONTEXT, COMPACT_MICROCOMPACT, CONTEXT_USAGE, HEAD_TOOLS
 
 PROTOCOL_VERSION = "2025-06-18"
+"""The newest protocol version this server speaks: the answer to a client asking for one it
+does not know."""
+PROTOCOL_VERSIONS = frozenset({"2024-11-05", "2025-03-26", PROTOCOL_VERSION})
+NOT_INITIALIZED = -32002
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
 SERVER_NAME = "condensate"
 TOKEN_ENV = "CONDENSATE_MCP_TOKEN"  # noqa: S105 - the variable's name
 TIMEOUT_SECONDS = 30.0
 
+ANNOTATIONS: dict[str, dict[str, Any]] = {
+    COMPACT_CONTEXT: {
+        "title": "Compact my context with my summary",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+    COMPACT_MICROCOMPACT: {
+        "title": "Clear old re-readable results",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+    CONTEXT_USAGE: {
+        "title": "How full my context is",
+        "readOnlyHint": True,
+        "openWorldHint": False,
+    },
+}
 TOOLS: list[dict[str, Any]] = [
-    {"name": t["name"], "description": t["description"], "inputSchema": t["schema"]}
+    {
+        "name": t["name"],
+        "description": t["description"],
+        "inputSchema": t["schema"],
+        "annotations": ANNOTATIONS[t["name"]],
+    }
     for t in HEAD_TOOLS
 ]
+TOOL_NAMES = frozenset(t["name"] for t in HEAD_TOOLS)
 
 
 class Daemon:
@@ -60,19 +98,43 @@ class Daemon:
             return exc.code, json.loads(exc.read() or b"null")
 
 
-def run_tool(daemon: Daemon, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-    """A tool's text result, and whether it is an error."""
+class InvalidParams(ValueError):
+    """A ``tools/call`` the protocol refuses: no such tool, or an argument that is wrong."""
+
+
+def check_arguments(name: str, arguments: Any) -> dict[str, Any]:
+    """The call's arguments, or ``InvalidParams`` naming what is wrong with them."""
+    if name not in TOOL_NAMES:
+        msg = f"Unknown tool {name!r}; the tools are: {', '.join(sorted(TOOL_NAMES))}."
+        raise InvalidParams(msg)
+    if not isinstance(arguments, dict):
+        msg = f"The arguments of {name} must be an object."
+        raise InvalidParams(msg)
     if name == COMPACT_CONTEXT:
         summary = arguments.get("summary")
         if not isinstance(summary, str) or not summary.strip():
-            return "compact_context needs a non-empty 'summary'.", True
+            msg = "Argument 'summary' of compact_context must be a non-empty string."
+            raise InvalidParams(msg)
+        keep_from = arguments.get("keep_from")
+        if keep_from is not None and (
+            not isinstance(keep_from, int) or isinstance(keep_from, bool) or keep_from < 1
+        ):
+            msg = "Argument 'keep_from' of compact_context must be an integer of at least 1."
+            raise InvalidParams(msg)
+    return arguments
+
+
+def run_tool(daemon: Daemon, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+    """A tool's text result, and whether it is an error (its arguments checked already)."""
+    if name == COMPACT_CONTEXT:
+        summary = str(arguments["summary"])
         body: dict[str, Any] = {"mode": "summary", "summary": summary, "by": "thread"}
         if arguments.get("keep_from") is not None:
             body["keepFrom"] = int(arguments["keep_from"])
         status, answer = daemon.call("POST", "/compact", body)
     elif name == COMPACT_MICROCOMPACT:
         status, answer = daemon.call("POST", "/compact", {"mode": "microcompact", "by": "thread"})
-    elif name == "context_usage":
+    elif name == CONTEXT_USAGE:
         status, answer = daemon.call("GET", "")
         if status == 200:
             usage = answer["usage"]
@@ -88,55 +150,78 @@ def run_tool(daemon: Daemon, name: str, arguments: dict[str, Any]) -> tuple[str,
     return "Ask answered: the compaction is taken right after this call.", False
 
 
-def handle(daemon: Daemon, message: dict[str, Any]) -> dict[str, Any] | None:
-    """The response to one JSON-RPC message; None for a notification."""
-    method = message.get("method")
-    ident = message.get("id")
-    if ident is None:
-        return None  # notifications/initialized, notifications/cancelled, ...
-    params = message.get("params") or {}
-    result: dict[str, Any]
-    if method == "initialize":
-        result = {
-            "protocolVersion": str(params.get("protocolVersion") or PROTOCOL_VERSION),
-            "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": SERVER_NAME, "version": "1"},
-        }
-    elif method == "ping":
-        result = {}
-    elif method == "tools/list":
-        result = {"tools": TOOLS}
-    elif method == "tools/call":
-        try:
-            text, is_error = run_tool(
-                daemon, str(params.get("name")), dict(params.get("arguments") or {})
+def _error(ident: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+
+
+class Server:
+    """One MCP session over stdio: refuses requests before ``initialize``."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.initialized = False
+
+    def handle(self, message: Any) -> dict[str, Any] | None:
+        """The response to one JSON-RPC message; None for a notification or a response."""
+        if isinstance(message, list):
+            return _error(None, INVALID_REQUEST, "Invalid Request: batches are not supported.")
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _error(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 object.")
+        method = message.get("method")
+        ident = message.get("id")
+        if not isinstance(method, str):
+            if ident is not None and ("result" in message or "error" in message):
+                return None  # a response to a request of ours: we send none
+            return _error(ident, INVALID_REQUEST, "Invalid Request: no method.")
+        if ident is None:
+            return None  # notifications/initialized, notifications/cancelled, ...
+        params = message.get("params") or {}
+        if not isinstance(params, dict):
+            return _error(ident, INVALID_PARAMS, "Invalid params: params must be an object.")
+        if method == "initialize":
+            self.initialized = True
+            asked = params.get("protocolVersion")
+            version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSION
+            result: dict[str, Any] = {
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": SERVER_NAME, "version": "1"},
+            }
+        elif method == "ping":
+            result = {}
+        elif not self.initialized:
+            return _error(
+                ident, NOT_INITIALIZED, f"Server not initialized: {method} before initialize."
             )
-        except (OSError, ValueError, KeyError) as exc:
-            text, is_error = f"Condensate could not be reached: {exc}", True
-        result = {"content": [{"type": "text", "text": text}], "isError": is_error}
-    else:
-        return {
-            "jsonrpc": "2.0",
-            "id": ident,
-            "error": {"code": -32601, "message": f"Method not found: {method}"},
-        }
-    return {"jsonrpc": "2.0", "id": ident, "result": result}
+        elif method == "tools/list":
+            result = {"tools": TOOLS}
+        elif method == "tools/call":
+            name = str(params.get("name"))
+            try:
+                arguments = check_arguments(name, params.get("arguments") or {})
+            except InvalidParams as exc:
+                return _error(ident, INVALID_PARAMS, f"Invalid params: {exc}")
+            try:
+                text, is_error = run_tool(self.daemon, name, arguments)
+            except (OSError, ValueError, KeyError) as exc:
+                text, is_error = f"Condensate could not be reached: {exc}", True
+            result = {"content": [{"type": "text", "text": text}], "isError": is_error}
+        else:
+            return _error(ident, METHOD_NOT_FOUND, f"Method not found: {method}")
+        return {"jsonrpc": "2.0", "id": ident, "result": result}
 
 
 def serve(daemon: Daemon, stdin: TextIO, stdout: TextIO) -> None:
+    server = Server(daemon)
     for line in stdin:
         if not line.strip():
             continue
         try:
             message = json.loads(line)
         except ValueError:
-            reply: dict[str, Any] | None = {
-                "jsonrpc": "2.0",
-                "id": None,
-                "error": {"code": -32700, "message": "Parse error"},
-            }
+            reply: dict[str, Any] | None = _error(None, -32700, "Parse error")
         else:
-            reply = handle(daemon, message) if isinstance(message, dict) else None
+            reply = server.handle(message)
         if reply is not None:
             stdout.write(json.dumps(reply) + "\n")
             stdout.flush()

@@ -115,8 +115,9 @@ def test_compaction_tools_queue_a_compaction_by_the_thread(daemon, tmp_path):
 
 
 def test_bad_calls_are_errors_not_crashes(daemon, tmp_path):
-    """An empty summary, an unknown tool, an unknown method and a wrong token come back as
-    errors the model can read."""
+    """An empty summary and an unknown tool are invalid params naming the argument or the
+    tool; an unknown method is method-not-found; a wrong token is a tool error the model can
+    read."""
     thread = idle_thread(daemon, str(tmp_path))
     replies = session(
         daemon,
@@ -125,10 +126,73 @@ def test_bad_calls_are_errors_not_crashes(daemon, tmp_path):
         call(3, "compact_context", {"summary": " "}),
         call(4, "no_such_tool"),
         {"jsonrpc": "2.0", "id": 5, "method": "resources/list"},
+        call(6, "compact_context", {"summary": "s", "keep_from": "soon"}),
     )
-    assert replies[2]["result"]["isError"] is True
-    assert replies[3]["result"]["isError"] is True
+    assert replies[2]["error"]["code"] == -32602
+    assert "'summary'" in replies[2]["error"]["message"]
+    assert replies[3]["error"]["code"] == -32602
+    assert "no_such_tool" in replies[3]["error"]["message"]
     assert replies[4]["error"]["code"] == -32601
-    refused = session(daemon, thread, call(1, "compact_microcompact"), token="wrong")  # noqa: S106 - a wrong token on purpose
-    assert refused[0]["result"]["isError"] is True
-    assert "unauthorized" in refused[0]["result"]["content"][0]["text"]
+    assert "'keep_from'" in replies[5]["error"]["message"]
+    refused = session(daemon, thread, *HANDSHAKE, call(3, "compact_microcompact"), token="wrong")  # noqa: S106 - a wrong token on purpose
+    assert refused[2]["result"]["isError"] is True
+    assert "unauthorized" in refused[2]["result"]["content"][0]["text"]
+
+
+def initialize(version: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t"}},
+    }
+
+
+def test_the_protocol_version_is_negotiated_not_echoed(daemon, tmp_path):
+    """A version the server speaks is answered with itself; one it does not know, with the
+    server's own newest."""
+    thread = idle_thread(daemon, str(tmp_path))
+    (known,) = session(daemon, thread, initialize("2024-11-05"))
+    (unknown,) = session(daemon, thread, initialize("2099-01-01"))
+    assert known["result"]["protocolVersion"] == "2024-11-05"
+    assert unknown["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_requests_before_initialize_are_refused_but_ping(daemon, tmp_path):
+    """tools/list and tools/call before initialize are refused as not initialized; ping is
+    answered."""
+    thread = idle_thread(daemon, str(tmp_path))
+    replies = session(
+        daemon,
+        thread,
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        call(3, "context_usage"),
+    )
+    assert replies[0]["result"] == {}
+    assert [r["error"]["code"] for r in replies[1:]] == [-32002, -32002]
+
+
+def test_batches_and_non_objects_are_invalid_requests(daemon, tmp_path):
+    """A batch, a number, a string and an object that is not JSON-RPC 2.0 are each answered
+    with an invalid-request error (id null); the session goes on."""
+    thread = idle_thread(daemon, str(tmp_path))
+    lines = [
+        [{"jsonrpc": "2.0", "id": 7, "method": "ping"}],
+        5,
+        "ping",
+        {"id": 8, "method": "ping"},
+    ]
+    replies = session(daemon, thread, *lines, {"jsonrpc": "2.0", "id": 9, "method": "ping"})  # type: ignore[arg-type]
+    assert [r["error"]["code"] for r in replies[:4]] == [-32600] * 4
+    assert all(r["id"] is None for r in replies[:4])
+    assert replies[4] == {"jsonrpc": "2.0", "id": 9, "result": {}}
+
+
+def test_tools_carry_annotations(daemon, tmp_path):
+    """Each tool says whether it only reads, destroys, or may be repeated."""
+    replies = session(daemon, idle_thread(daemon, str(tmp_path)), *HANDSHAKE)
+    tools = {t["name"]: t["annotations"] for t in replies[1]["result"]["tools"]}
+    assert tools["context_usage"]["readOnlyHint"] is True
+    assert tools["compact_context"]["destructiveHint"] is True
+    assert tools["compact_microcompact"]["idempotentHint"] is True
