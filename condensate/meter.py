@@ -8,6 +8,7 @@ whole view, estimated locally. A refusal's own number, when higher, wins.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from condensate import ceilings
 from condensate.ceilings import CeilingSettings
@@ -44,6 +45,18 @@ class ContextUsage:
     measured: int
     """``used`` without a refusal's claim: what the count and the view say the prompt holds.
     A refusal may name any number; only this one says how much of the prompt is fixed."""
+
+    def as_json(self) -> dict[str, Any]:
+        """What the API, the usage stream and ``context_usage`` show of it."""
+        return {
+            "used": self.used,
+            "window": self.window,
+            "ceiling": self.ceiling,
+            "line": self.line,
+            "fraction": round(self.fraction, 4),
+            "anchored": self.anchored,
+            "resolved": self.resolved,
+        }
 
 
 def next_prompt(view: Projection) -> tuple[int, bool]:

@@ -194,14 +194,7 @@ class Runtime:
                 "output": call.output,
                 "usd": call.usd,
             },
-            "usage": {
-                "used": usage.used,
-                "line": usage.line,
-                "ceiling": usage.ceiling,
-                "window": usage.window,
-                "fraction": round(usage.fraction, 4),
-                "anchored": usage.anchored,
-            },
+            "usage": usage.as_json(),
         }
 
     def _priced(self, usage: ModelUsage) -> ModelUsage:

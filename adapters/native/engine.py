@@ -463,12 +463,7 @@ def _usage_answer(ctx: TurnContext, spec: ThreadSpec) -> dict[str, Any]:
     usage = ctx.usage()
     view = ctx.view
     answer: dict[str, Any] = {
-        "used": usage.used,
-        "line": usage.line,
-        "ceiling": usage.ceiling,
-        "window": usage.window,
-        "fraction": round(usage.fraction, 4),
-        "anchored": usage.anchored,
+        **usage.as_json(),
         "pendingAsk": None if view.ask is None else view.ask.ask_id,
     }
     if spec.reset is not None:
