@@ -119,11 +119,12 @@ class Runtime:
     """The API's address for engines' tools; set by the composition root before ``recover``."""
     daemon_token: str = ""
     gateway_for: Callable[[str, str | None], GatewayAccess] | None = None
+    """A thread's way through the daemon's gateway (given the header its CLI names its
+    session in); set by the composition root. None (a runtime without an HTTP server): the
+    CLIs call their provider directly."""
     fleet: Owners | None = None
     """Who owns the threads of a log other daemons share (PostgreSQL); None: this daemon
     owns every thread in its log."""
-    """A thread's way through the daemon's gateway; set by the composition root. None (a
-    runtime without an HTTP server): the CLIs call their provider directly."""
     usage_sink: Callable[[dict[str, Any]], None] | None = None
     """Where a report of each model call's usage goes (the usage webhook), if anywhere."""
     engine_settings: Mapping[str, EngineSettings] | None = None
