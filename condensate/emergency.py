@@ -39,8 +39,10 @@ class Summary:
 
 
 def eligible(view: Projection, boundary: int) -> list[Entry]:
-    """What the summary covers: the whole view but the genuine input after ``boundary``."""
-    return [e for e in view.entries if not (e.role == "user" and e.seq > boundary)]
+    """What the summary covers: the whole view but the genuine input after ``boundary``
+    (which the reset keeps as it is)."""
+    kept = {e.seq for e in view.pending_after(boundary)}
+    return [e for e in view.entries if e.seq not in kept]
 
 
 def previews(view: Projection, entries: Sequence[Entry], chars: int) -> str:

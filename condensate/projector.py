@@ -75,6 +75,13 @@ class Entry:
     paged: int | None = None
     """For a tool result over the thread's output cap, the characters the view shows."""
 
+    def shown_output(self) -> str:
+        """A tool result's output as the view shows it: its first page when it is paged."""
+        assert isinstance(self.event, ToolResult)
+        if self.paged is None:
+            return self.event.output
+        return paging.shown(self.event.output, self.paged, self.seq)
+
 
 @dataclass(slots=True)
 class Anchor:
@@ -283,7 +290,7 @@ class Projection:
         cap = self.output_cap
         if cap is not None and tokens > cap:
             entry.paged = paging.shown_chars(event.output, tokens, cap)
-            entry.tokens = estimate(paging.shown(event.output, entry.paged, seq))
+            entry.tokens = estimate(entry.shown_output())
         self._push(entry)
 
     def _created(self, event: ThreadCreated) -> None:
@@ -420,7 +427,7 @@ class Projection:
     ) -> None:
         match event:
             case EmergencyReset():
-                pending = self._pending_after(event.boundary)
+                pending = self.pending_after(event.boundary)
                 marker = estimate(reset.EMERGENCY_NOTICE) + tokens
                 self._restart_view([Entry(seq, "summary", marker, marker, event), *pending])
                 self.emergency_blocked = True
@@ -448,11 +455,11 @@ class Projection:
                 result = entry
         if requested != commit.call_id or call is None or result is None:
             return
-        pending = self._pending_after(commit.boundary)
+        pending = self.pending_after(commit.boundary)
         tokens = estimate(reset.NOTICE)
         self._restart_view([Entry(seq, "notice", tokens, tokens, commit), call, result, *pending])
 
-    def _pending_after(self, boundary: int) -> list[Entry]:
+    def pending_after(self, boundary: int) -> list[Entry]:
         """The genuine user input the view holds after ``boundary``, in order."""
         return [
             e

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from condensate import paging, reset
+from condensate import reset
 from condensate.events import (
     AssistantMessage,
     EmergencyReset,
@@ -33,10 +33,7 @@ def _blocks(entry: Entry) -> tuple[str, list[Block]]:
         if entry.receipt is not None:
             return "user", [ToolOutput(entry.call_id, entry.receipt)]
         assert isinstance(event, ToolResult)
-        output = event.output
-        if entry.paged is not None:
-            output = paging.shown(output, entry.paged, entry.seq)
-        return "user", [ToolOutput(event.call_id, output, event.is_error)]
+        return "user", [ToolOutput(event.call_id, entry.shown_output(), event.is_error)]
     match event:
         case UserMessage(text=text):
             return "user", [Text(text)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from condensate import paging, reset
+from condensate import reset
 from condensate.events import (
     AssistantMessage,
     EmergencyReset,
@@ -61,10 +61,7 @@ def entry_text(entry: Entry, view: Projection) -> str:
         case ToolResult():
             status = "error" if event.is_error else "result"
             head = f"## Tool {status} {event.call_id}: {event.tool}({event.argument})"
-            output = event.output
-            if entry.paged is not None:
-                output = paging.shown(output, entry.paged, entry.seq)
-            return f"{head}\n{output}"
+            return f"{head}\n{entry.shown_output()}"
         case Window(window_kind="summary", summary=summary, author=author):
             return f"## Summary of earlier work (by the {author or 'curator'})\n{summary or ''}"
         case Window():

@@ -1,13 +1,13 @@
 """The agent-chosen reset: the ``condense`` tool, its rules and its texts. Pure: no I/O.
 
 An agent-reset thread (``ResetPolicy``) is never cut by the planner: it is warned instead
-(``staged_warnings``). Its agent writes its
-notes with its own tools, then calls ``condense(message_to_future_self?)``. A valid call
-(the only call of its response, its message at most 16,384 UTF-16 code units) resets the
-view: what follows the fixed context is the environment's notice, the agent's real call, its
-result (the recovery instructions, and the message when one was given), and every genuine
-user message that arrived after the request that produced the call. Nothing else is kept: no
-summary, no prefix. The log keeps everything, and the view is rebuilt from it exactly.
+(``staged_warnings``). Its agent writes its notes with its own tools, then calls
+``condense(message_to_future_self?)``. A valid call (the only call of its response, its
+message at most 16,384 UTF-16 code units) resets the view: what follows the fixed context is
+the environment's notice, the agent's real call, its result (the recovery instructions, and
+the message when one was given), and every genuine user message that arrived after the
+request that produced the call. Nothing else is kept: no summary, no prefix. The log keeps
+everything, and the view is rebuilt from it exactly.
 """
 
 from __future__ import annotations

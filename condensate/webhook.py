@@ -31,7 +31,6 @@ class UsageWebhook:
         self._receive: MemoryObjectReceiveStream[dict[str, Any]]
         self._send, self._receive = anyio.create_memory_object_stream[dict[str, Any]](BACKLOG)
         self.dropped = 0
-        self.sent = 0
 
     def offer(self, report: dict[str, Any]) -> None:
         """Queue ``report`` without waiting; with the backlog full, the oldest goes."""
@@ -52,8 +51,6 @@ class UsageWebhook:
                     async with self.session.post(self.url, json=report) as answer:
                         if answer.status >= 400:
                             log.warning("usage_webhook_refused", url=self.url, status=answer.status)
-                        else:
-                            self.sent += 1
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 log.warning(
                     "usage_webhook_failed", url=self.url, error=str(exc) or type(exc).__name__

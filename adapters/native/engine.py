@@ -99,19 +99,22 @@ CONTROL_TOOLS: dict[str, ToolSpec] = {
 }
 
 
+def named_tools(spec: ThreadSpec) -> frozenset[str]:
+    """The tools the spec names: all of them unless it names a subset. An agent-reset thread
+    has ``condense`` in place of the compaction tools (nothing is windowed for it); no other
+    thread has it, whatever its spec names."""
+    named = frozenset(spec.tools or (*TOOLS, *CONTROL_TOOLS))
+    if spec.reset is None:
+        return named - {reset.TOOL}
+    return (named - set(COMPACTION_TOOLS)) | {reset.TOOL}
+
+
 def tool_specs(spec: ThreadSpec) -> tuple[ToolSpec, ...]:
-    """The tools the thread is offered: all of them unless its spec names a subset, less
-    those its permissions forbid. An agent-reset thread has ``condense`` in place of the
-    compaction tools (nothing is windowed for it)."""
-    wanted = set(spec.tools) if spec.tools else None
-    out = [ToolSpec(t.name, t.description, t.parameters) for t in TOOLS.values()]
-    out += [
-        t for t in CONTROL_TOOLS.values() if spec.reset is None or t.name not in COMPACTION_TOOLS
-    ]
-    offered = [
-        t for t in out if (wanted is None or t.name in wanted) and allows(spec.permissions, t.name)
-    ]
-    return (*offered, CONDENSE) if spec.reset is not None else tuple(offered)
+    """The tools the thread is offered: those it names, less those its permissions forbid."""
+    named = named_tools(spec)
+    every = [ToolSpec(t.name, t.description, t.parameters) for t in TOOLS.values()]
+    every += [*CONTROL_TOOLS.values(), CONDENSE]
+    return tuple(t for t in every if t.name in named and allows(spec.permissions, t.name))
 
 
 _PERMISSION_NOTES = {
@@ -139,10 +142,7 @@ class NativeEngine:
             raise Refused(code="unsupported-permissions", detail=problem, status=422)
         self.spec = spec
         self.tools = tool_specs(spec)
-        named = frozenset(spec.tools or (*TOOLS, *CONTROL_TOOLS))
-        self.wanted = (
-            named if spec.reset is None else (named - set(COMPACTION_TOOLS)) | {reset.TOOL}
-        )
+        self.wanted = named_tools(spec)
         """The tools the spec names; one the permissions forbid is refused by ``run_tool``."""
         self.system = system_prompt(spec)
         self.tool_context = ToolContext(

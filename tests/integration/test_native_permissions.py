@@ -449,3 +449,17 @@ async def test_bash_line_numbers_are_the_commands_own(tmp_path: Path) -> None:
         "shell", {"command": "true\nno-such-command-x"}, ToolContext(cwd=tmp_path)
     )
     assert "line 2: no-such-command-x: command not found" in outcome.output
+
+
+def test_condense_is_an_agent_reset_threads_tool_only() -> None:
+    """A thread Condensate windows is never offered condense, even when its spec names it;
+    an agent-reset thread always is, in place of the compaction tools."""
+    from condensate.events import ResetPolicy
+
+    named = ("read", "condense", "compact_context")
+    planned = ThreadSpec(engine="api", model=MODEL, cwd="/", brief="b", tools=named)
+    reset = ThreadSpec(
+        engine="api", model=MODEL, cwd="/", brief="b", tools=named, reset=ResetPolicy()
+    )
+    assert {t.name for t in tool_specs(planned)} == {"read", "compact_context"}
+    assert {t.name for t in tool_specs(reset)} == {"read", "condense"}
