@@ -21,9 +21,12 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
-from condensate import window_step
-from condensate.events import SystemLine
+from condensate import reset, window_step
+from condensate.context_tools import CONDENSE
+from condensate.events import ResetCommitted, SystemLine, ToolResult
+from condensate.gateway.wire import ResetCut
 from condensate.meter import ContextUsage
+from condensate.receipts import bare_tool
 from condensate.thread import Services, Thread
 
 log = structlog.get_logger()
@@ -47,16 +50,47 @@ class Admission:
 
 
 def receipts(thread: Thread) -> Mapping[str, str]:
-    """Call id -> receipt, for every result the view's cheap tiers cleared. Only a window
-    changes it: it is kept until the next one."""
+    """Call id -> what the provider is to see for that result: a receipt, for every result
+    the view's cheap tiers cleared; the first page, for a paged output; the result the log
+    holds, for an agent's ``condense`` call (``_condense``). Kept until the view changes: only
+    a window does, for a thread that neither resets nor pages."""
     view = thread.projection
-    key = view.layout
+    key = (view.layout, view.last_seq if rewrites(thread) else -1)
     if thread.receipts_at != key:
-        thread.receipts = {
-            e.call_id: e.receipt for e in view.entries if e.receipt is not None and e.call_id
-        }
+        shown: dict[str, str] = {}
+        for e in view.entries:
+            if not e.call_id:
+                continue
+            if e.receipt is not None:
+                shown[e.call_id] = e.receipt
+            elif e.paged is not None:
+                shown[e.call_id] = e.shown_output()
+            elif isinstance(e.event, ToolResult) and bare_tool(e.event.tool) == CONDENSE:
+                shown[e.call_id] = e.event.output
+        thread.receipts = shown
         thread.receipts_at = key
     return thread.receipts
+
+
+def rewrites(thread: Thread) -> bool:
+    """The thread's requests are rewritten from its log as it grows (it resets or pages),
+    not only when a window is taken: each waits for the log to hold its results."""
+    return thread.spec.reset is not None or thread.spec.output_cap is not None
+
+
+def reset_cut(thread: Thread) -> ResetCut | None:
+    """Where the provider's view of an agent-reset thread starts again: its latest committed
+    reset, when the view starts from one."""
+    view = thread.projection
+    first = view.entries[0].event if view.entries else None
+    if not isinstance(first, ResetCommitted):
+        return None
+    return ResetCut(first.call_id, reset.NOTICE, thread.profile.info.own_context)
+
+
+async def caught_up(thread: Thread, ids: Sequence[str]) -> None:
+    """Wait (a little) until the log holds the request's newest tool result."""
+    await _caught_up(thread, ids)
 
 
 def gate(runtime: Services, thread: Thread) -> int | None:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from condensate import __version__
+from condensate.context_tools import ANSWERED_TOOLS
 from condensate.events import AskMode
 
 INT64_MAX = 2**63 - 1
@@ -239,6 +240,7 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
             }
         }
     ),
+    "ToolAnswer": _object({"text": _STR, "isError": _BOOL}),
     "ApprovalAnswered": _object({"seq": _INT, "id": _STR, "decision": {"enum": ["allow", "deny"]}}),
     "OpenAPI": _object(
         {"openapi": _STR, "info": _OPEN_OBJECT, "paths": _OPEN_OBJECT}, closed=False
@@ -397,6 +399,30 @@ def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
                     **_errors(404, 409, *WITH_BODY),
                 },
             },
+        },
+        "/threads/{thread_id}/tools/{name}": {
+            "post": {
+                "summary": "Run one of the agent's context tools for a CLI thread's MCP "
+                "server (404 unknown-tool)",
+                "parameters": [
+                    *thread,
+                    {
+                        "name": "name",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"enum": list(ANSWERED_TOOLS)},
+                    },
+                ],
+                "requestBody": {
+                    "required": False,
+                    "description": "The tool's arguments",
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                "responses": {
+                    **_ok(200, "the tool's answer, as its result", "ToolAnswer"),
+                    **_errors(404, 409, *WITH_BODY),
+                },
+            }
         },
     }
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA, **RESPONSE_SCHEMAS}

@@ -259,6 +259,9 @@ class EngineInfo:
     """The engine a thread created without one runs on."""
     recall: bool = False
     """Its agent has ``recall(seq)``: a receipt's original is redeemable, and says so."""
+    own_context: tuple[str, ...] = ()
+    """How the text blocks open that the engine's CLI itself writes into the conversation
+    (its environment, its instructions): an agent's reset keeps them, as fixed context."""
     session_header: str | None = None
     """The request header in which the engine's CLI names the session a model request
     belongs to: through the gateway, a request naming an older session is refused."""

@@ -1,21 +1,23 @@
-"""The tools Condensate gives a head on a CLI engine, as a stdio MCP server.
+"""The tools Condensate gives a CLI thread over its own context, as a stdio MCP server.
 
-``python -m condensate.mcp --url URL --thread ID`` (the bearer token in ``CONDENSATE_MCP_TOKEN``)
-speaks JSON-RPC 2.0, one message per line on stdin and stdout (MCP's stdio transport):
-``initialize`` (the protocol version negotiated: the client's when this server speaks it, else
-its own newest), ``notifications/initialized``, ``ping``, ``tools/list`` (each tool with its
-annotations) and ``tools/call``. A request before ``initialize`` (but ``ping``), a batch, a
-message that is not a JSON-RPC object, an unknown tool and an argument that is wrong are
-answered with JSON-RPC errors naming the problem. Each tool is one call to the daemon's HTTP
-API for that thread:
+``python -m condensate.mcp --url URL --thread ID --tools a,b,...`` (the bearer token in
+``CONDENSATE_MCP_TOKEN``) speaks JSON-RPC 2.0, one message per line on stdin and stdout (MCP's
+stdio transport): ``initialize`` (the protocol version negotiated: the client's when this
+server speaks it, else its own newest), ``notifications/initialized``, ``ping``,
+``tools/list`` (the thread's tools, each with its annotations) and ``tools/call``. A request
+before ``initialize`` (but ``ping``), a batch, a message that is not a JSON-RPC object, an
+unknown tool and an argument that is wrong are answered with JSON-RPC errors naming the
+problem. Each tool is one call to the daemon's HTTP API for that thread:
 
 - ``compact_context(summary, keep_from?)``: ``POST /threads/:id/compact`` with mode ``summary``,
   by the thread; it answers a pending ask, or queues a compaction;
 - ``compact_microcompact()``: the same with mode ``microcompact``;
-- ``context_usage()``: ``GET /threads/:id``: used, line, ceiling, window and any pending ask.
+- ``condense``, ``recall``, ``read_tool_output`` and ``context_usage``:
+  ``POST /threads/:id/tools/:name``, answered from the thread's view and log.
 
-The runtime takes a requested compaction at the engine's next checkpoint (after this tool's
-result). Standard library only: Claude Code starts one of these per session.
+The thread's tools are ``context_tools.offered``'s. The runtime takes a requested compaction
+at the engine's next checkpoint (after this tool's result), and a reset when the CLI logs the
+``condense`` result. Standard library only: a CLI starts one of these per session.
 """
 
 from __future__ import annotations
@@ -26,9 +28,19 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from typing import Any, TextIO
 
-from condensate.head_tools import COMPACT_CONTEXT, COMPACT_MICROCOMPACT, CONTEXT_USAGE, HEAD_TOOLS
+from condensate.context_tools import (
+    COMPACT_CONTEXT,
+    COMPACTION_TOOLS,
+    CONDENSE,
+    CONTEXT_TOOLS,
+    MESSAGE,
+    READ_TOOL_OUTPUT,
+    READING_TOOLS,
+    RECALL,
+)
 
 PROTOCOL_VERSION = "2025-06-18"
 """The newest protocol version this server speaks: the answer to a client asking for one it
@@ -42,37 +54,16 @@ SERVER_NAME = "condensate"
 TOKEN_ENV = "CONDENSATE_MCP_TOKEN"  # noqa: S105 - the variable's name
 TIMEOUT_SECONDS = 30.0
 
-ANNOTATIONS: dict[str, dict[str, Any]] = {
-    COMPACT_CONTEXT: {
-        "title": "Compact my context with my summary",
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    },
-    COMPACT_MICROCOMPACT: {
-        "title": "Clear old re-readable results",
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    },
-    CONTEXT_USAGE: {
-        "title": "How full my context is",
-        "readOnlyHint": True,
-        "openWorldHint": False,
-    },
-}
-TOOLS: list[dict[str, Any]] = [
-    {
+TOOLS: dict[str, dict[str, Any]] = {
+    t["name"]: {
         "name": t["name"],
         "description": t["description"],
         "inputSchema": t["schema"],
-        "annotations": ANNOTATIONS[t["name"]],
+        "annotations": t["annotations"],
     }
-    for t in HEAD_TOOLS
-]
-TOOL_NAMES = frozenset(t["name"] for t in HEAD_TOOLS)
+    for t in CONTEXT_TOOLS
+}
+"""Every tool this server can list, as ``tools/list`` shows it."""
 
 
 class Daemon:
@@ -102,47 +93,57 @@ class InvalidParams(ValueError):
     """A ``tools/call`` the protocol refuses: no such tool, or an argument that is wrong."""
 
 
-def check_arguments(name: str, arguments: Any) -> dict[str, Any]:
+def _natural(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def check_arguments(name: str, arguments: Any, tools: Sequence[str]) -> dict[str, Any]:
     """The call's arguments, or ``InvalidParams`` naming what is wrong with them."""
-    if name not in TOOL_NAMES:
-        msg = f"Unknown tool {name!r}; the tools are: {', '.join(sorted(TOOL_NAMES))}."
+    if name not in tools:
+        msg = f"Unknown tool {name!r}; this thread's tools are: {', '.join(tools)}."
         raise InvalidParams(msg)
     if not isinstance(arguments, dict):
         msg = f"The arguments of {name} must be an object."
         raise InvalidParams(msg)
+    problem = None
     if name == COMPACT_CONTEXT:
         summary = arguments.get("summary")
         if not isinstance(summary, str) or not summary.strip():
-            msg = "Argument 'summary' of compact_context must be a non-empty string."
-            raise InvalidParams(msg)
-        keep_from = arguments.get("keep_from")
-        if keep_from is not None and (
-            not isinstance(keep_from, int) or isinstance(keep_from, bool) or keep_from < 1
-        ):
-            msg = "Argument 'keep_from' of compact_context must be an integer of at least 1."
-            raise InvalidParams(msg)
+            problem = "Argument 'summary' of compact_context must be a non-empty string."
+        elif (keep := arguments.get("keep_from")) is not None and not _natural(keep, 1):
+            problem = "Argument 'keep_from' of compact_context must be an integer of at least 1."
+    elif name == CONDENSE:
+        if not isinstance(arguments.get(MESSAGE, ""), str):
+            problem = f"Argument '{MESSAGE}' of condense must be a string."
+    elif name == RECALL:
+        if not _natural(arguments.get("seq"), 1):
+            problem = "Argument 'seq' of recall must be an integer of at least 1."
+    elif name == READ_TOOL_OUTPUT:
+        if not isinstance(arguments.get("ref"), str | int) or isinstance(arguments["ref"], bool):
+            problem = "Argument 'ref' of read_tool_output must be the ref its notice gives."
+        elif not _natural(arguments.get("offset", 0), 0):
+            problem = "Argument 'offset' of read_tool_output must be an integer of at least 0."
+        elif not _natural(arguments.get("length", 1), 1):
+            problem = "Argument 'length' of read_tool_output must be an integer of at least 1."
+    if problem is not None:
+        raise InvalidParams(problem)
     return arguments
 
 
 def run_tool(daemon: Daemon, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
     """A tool's text result, and whether it is an error (its arguments checked already)."""
+    if name not in COMPACTION_TOOLS:
+        status, answer = daemon.call("POST", f"/tools/{name}", arguments)
+        if status == 200:
+            return str(answer["text"]), bool(answer["isError"])
+        return f"Condensate refused: {json.dumps(answer)}", True
     if name == COMPACT_CONTEXT:
-        summary = str(arguments["summary"])
-        body: dict[str, Any] = {"mode": "summary", "summary": summary, "by": "thread"}
+        body: dict[str, Any] = {"mode": "summary", "summary": arguments["summary"], "by": "thread"}
         if arguments.get("keep_from") is not None:
             body["keepFrom"] = int(arguments["keep_from"])
-        status, answer = daemon.call("POST", "/compact", body)
-    elif name == COMPACT_MICROCOMPACT:
-        status, answer = daemon.call("POST", "/compact", {"mode": "microcompact", "by": "thread"})
-    elif name == CONTEXT_USAGE:
-        status, answer = daemon.call("GET", "")
-        if status == 200:
-            usage = answer["usage"]
-            shown = {k: usage[k] for k in ("used", "line", "ceiling", "window")}
-            shown["pendingAsk"] = answer.get("pendingAsk")
-            return json.dumps(shown), False
     else:
-        return f"There is no tool {name!r}.", True
+        body = {"mode": "microcompact", "by": "thread"}
+    status, answer = daemon.call("POST", "/compact", body)
     if status >= 400:
         return f"Condensate refused: {json.dumps(answer)}", True
     if answer.get("queued"):
@@ -157,8 +158,9 @@ def _error(ident: Any, code: int, message: str) -> dict[str, Any]:
 class Server:
     """One MCP session over stdio: refuses requests before ``initialize``."""
 
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Daemon, tools: Sequence[str]) -> None:
         self.daemon = daemon
+        self.tools = tuple(t for t in tools if t in TOOLS)
         self.initialized = False
 
     def handle(self, message: Any) -> dict[str, Any] | None:
@@ -194,11 +196,11 @@ class Server:
                 ident, NOT_INITIALIZED, f"Server not initialized: {method} before initialize."
             )
         elif method == "tools/list":
-            result = {"tools": TOOLS}
+            result = {"tools": [TOOLS[t] for t in self.tools]}
         elif method == "tools/call":
             name = str(params.get("name"))
             try:
-                arguments = check_arguments(name, params.get("arguments") or {})
+                arguments = check_arguments(name, params.get("arguments") or {}, self.tools)
             except InvalidParams as exc:
                 return _error(ident, INVALID_PARAMS, f"Invalid params: {exc}")
             try:
@@ -211,8 +213,8 @@ class Server:
         return {"jsonrpc": "2.0", "id": ident, "result": result}
 
 
-def serve(daemon: Daemon, stdin: TextIO, stdout: TextIO) -> None:
-    server = Server(daemon)
+def serve(daemon: Daemon, tools: Sequence[str], stdin: TextIO, stdout: TextIO) -> None:
+    server = Server(daemon, tools)
     for line in stdin:
         if not line.strip():
             continue
@@ -227,14 +229,17 @@ def serve(daemon: Daemon, stdin: TextIO, stdout: TextIO) -> None:
             stdout.flush()
 
 
-def config(python: str, url: str, token: str, thread: str) -> dict[str, Any]:
-    """The ``--mcp-config`` document that starts this server for ``thread``."""
+def config(python: str, url: str, token: str, thread: str, tools: Sequence[str]) -> dict[str, Any]:
+    """The ``--mcp-config`` document that starts this server for ``thread``, with ``tools``."""
     return {
         "mcpServers": {
             SERVER_NAME: {
                 "type": "stdio",
                 "command": python,
-                "args": ["-m", "condensate.mcp", "--url", url, "--thread", thread],
+                "args": [
+                    *("-m", "condensate.mcp", "--url", url, "--thread", thread),
+                    *("--tools", ",".join(tools)),
+                ],
                 "env": {TOKEN_ENV: token},
             }
         }
@@ -245,8 +250,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m condensate.mcp")
     parser.add_argument("--url", required=True, help="the daemon's URL")
     parser.add_argument("--thread", required=True, help="the thread these tools act on")
+    parser.add_argument(
+        "--tools", default=",".join(READING_TOOLS), help="the tools to list, comma-separated"
+    )
     args = parser.parse_args(argv)
-    serve(Daemon(args.url, os.environ.get(TOKEN_ENV, ""), args.thread), sys.stdin, sys.stdout)
+    daemon = Daemon(args.url, os.environ.get(TOKEN_ENV, ""), args.thread)
+    serve(daemon, args.tools.split(","), sys.stdin, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from condensate.context_tools import CONDENSE, MAX_MESSAGE_UNITS, MESSAGE
 from condensate.events import Event, ResetCommitted, ResetRequested, ToolCall, ToolResult
 
-TOOL = "condense"
-MESSAGE = "message_to_future_self"
-MAX_MESSAGE_UNITS = 16_384
-"""The longest message to a future self, in UTF-16 code units."""
+TOOL = CONDENSE
 
 NOTICE = "The agent triggered context condensation."
 """The first message of the view after a reset: the environment's, not the human's."""
@@ -41,25 +39,6 @@ RECOVERY = (
     "happened; if your notes are missing or incomplete, look around, or ask the user honestly."
 )
 MESSAGE_HEADING = "Your message to your future self:"
-
-DESCRIPTION = (
-    "Reset your context to start fresh. First save what you will need (unfinished requests, "
-    "decisions, file locations, next steps) with your tools and wait for the writes to "
-    "succeed; then call this, alone in its response. Your conversation history is cleared "
-    "from your context (the log keeps it); you then see this call, its result with your "
-    "message, and any new user messages. Optionally leave a short message to your future "
-    "self, such as where your notes are."
-)
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        MESSAGE: {
-            "type": "string",
-            "description": "Kept verbatim and shown to you after the reset "
-            f"(at most {MAX_MESSAGE_UNITS:,} UTF-16 code units).",
-        }
-    },
-}
 
 
 def utf16_units(text: str) -> int:
@@ -108,9 +87,20 @@ def reset_events(call: ToolCall, boundary: int, at: datetime) -> list[Event]:
     message = message_of(call.arguments)
     return [
         ResetRequested(at=at, call_id=call.id, message=message, boundary=boundary),
-        ToolResult(at=at, call_id=call.id, tool=TOOL, output=recovery(message), category="control"),
+        ToolResult(
+            at=at, call_id=call.id, tool=call.name, output=recovery(message), category="control"
+        ),
         ResetCommitted(at=at, call_id=call.id, boundary=boundary),
     ]
+
+
+def answer(call: ToolCall, calls: Sequence[ToolCall], boundary: int, at: datetime) -> list[Event]:
+    """A ``condense`` call's events, on any engine: the reset (``reset_events``), or an
+    error result and nothing reset. ``calls`` are every call of its response; ``boundary``
+    the last seq the request that produced it held."""
+    if (why := problem(call, calls)) is not None:
+        return [ToolResult(at=at, call_id=call.id, tool=call.name, output=why, is_error=True)]
+    return reset_events(call, boundary, at)
 
 
 NO_EMERGENCY = (

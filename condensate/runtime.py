@@ -54,6 +54,7 @@ from condensate.events import (
     Window,
     now_utc,
 )
+from condensate.gateway.wire import ResetCut
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Ask, Cut
 from condensate.projector import Projection
@@ -248,6 +249,19 @@ class Runtime:
         if thread is None:
             return Admission(True)
         return await admission.admit(self, thread, size, ids)
+
+    def rewrites(self, thread_id: str) -> bool:
+        thread = self.threads.get(thread_id)
+        return thread is not None and admission.rewrites(thread)
+
+    def reset_cut(self, thread_id: str) -> ResetCut | None:
+        thread = self.threads.get(thread_id)
+        return None if thread is None else admission.reset_cut(thread)
+
+    async def caught_up(self, thread_id: str, ids: Sequence[str]) -> None:
+        thread = self.threads.get(thread_id)
+        if thread is not None:
+            await admission.caught_up(thread, ids)
 
     def baseline(self, thread_id: str) -> int | None:
         thread = self.threads.get(thread_id)

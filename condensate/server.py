@@ -21,7 +21,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from condensate import __version__, approvals, asks, ceilings
+from condensate import __version__, approvals, asks, ceilings, tool_answers
 from condensate.api import (
     INT64_MAX,
     ApprovalAnswer,
@@ -32,6 +32,7 @@ from condensate.api import (
     openapi_document,
 )
 from condensate.ceilings import CeilingSettings
+from condensate.context_tools import ANSWERED_TOOLS, CONDENSE, CONTEXT_USAGE
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
@@ -44,6 +45,7 @@ from condensate.providers import parse_model
 from condensate.runtime import Runtime
 from condensate.thread import Thread
 from condensate.tokens import counter_for
+from condensate.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
 
@@ -519,6 +521,33 @@ async def post_compact(request: web.Request) -> web.Response:
     )
 
 
+async def post_tool(request: web.Request) -> web.Response:
+    """One of the agent's context tools, for a CLI thread's MCP server: its answer from the
+    thread's view and log (``tool_answers``). A tool the thread lacks is 404 unknown-tool."""
+    thread = await _thread(request)
+    name = request.match_info["name"]
+    arguments = await _json(request, optional=True)
+    if name not in ANSWERED_TOOLS or not isinstance(arguments, dict):
+        if name not in ANSWERED_TOOLS:
+            raise Refused(
+                code="unknown-tool",
+                status=404,
+                detail=f"There is no context tool {name[:60]!r} here; the tools are "
+                f"{', '.join(ANSWERED_TOOLS)}.",
+            )
+        raise Refused(
+            code="invalid-arguments", detail="The tool's arguments must be an object.", status=422
+        )
+    reader = RuntimeTurn(request.app[RUNTIME], thread)
+    if name == CONTEXT_USAGE:
+        text, failed = json.dumps(tool_answers.usage_answer(reader, thread.spec)), False
+    elif name == CONDENSE:
+        text, failed = tool_answers.condense_answer(thread.spec, arguments)
+    else:
+        text, failed = await tool_answers.read_back(reader, name, arguments)
+    return web.json_response({"text": text, "isError": failed})
+
+
 ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/health", health),
     ("GET", "/openapi.json", openapi),
@@ -532,6 +561,7 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/threads/{thread_id}/tail", tail),
     ("GET", "/threads/{thread_id}/compact", get_compact),
     ("POST", "/threads/{thread_id}/compact", post_compact),
+    ("POST", "/threads/{thread_id}/tools/{name}", post_tool),
 )
 
 

@@ -51,8 +51,9 @@ class Thread:
     over_line: str | None = None
     """Why the last request the gateway held went on over the line, if it did."""
     receipts: Mapping[str, str] = field(default_factory=dict)
-    receipts_at: int = -1
-    """The view's layout ``receipts`` were taken at (only a window changes it)."""
+    receipts_at: tuple[int, int] = (-1, -1)
+    """The view's layout (and, for a thread that resets or pages, its last seq) ``receipts``
+    were taken at."""
     counting: int = 0
     """Calls whose count the gateway announced and has not logged yet."""
     released: bool = False

@@ -18,6 +18,7 @@ from pydantic import Field
 from adapters import _child
 from adapters.claude_code import _permissions
 from condensate import mcp
+from condensate.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, Verdict, own_settings
 from condensate.providers import parse_model
 
@@ -74,7 +75,7 @@ def command(
 ) -> list[str]:
     """The command line of a thread's CLI. ``resume`` continues that session, or with
     ``fork_at`` forks it at that line; ``new_session`` is the id the new session takes;
-    ``mcp_config`` is a head's tools (Condensate's MCP server, and no other)."""
+    ``mcp_config`` is the thread's Condensate tools (its MCP server, and no other)."""
     args = [
         binary,
         "-p",
@@ -85,7 +86,7 @@ def command(
         "--verbose",
         "--model",
         parse_model(spec.model).name,
-        *_permissions.flags(spec, head=mcp_config is not None),
+        *_permissions.flags(spec, context_tools=mcp_config is not None),
     ]
     if mcp_config is not None:
         args += ["--mcp-config", str(mcp_config), "--strict-mcp-config"]
@@ -100,10 +101,11 @@ def command(
     return args
 
 
-def write_mcp_config(config_dir: Path, env: EngineEnv) -> Path:
-    """The ``--mcp-config`` file of a head: Condensate's tools for its thread, mode 0600 (it
-    holds the API token)."""
-    document = mcp.config(sys.executable, env.daemon_url, env.daemon_token, env.thread_id)
+def write_mcp_config(config_dir: Path, spec: ThreadSpec, env: EngineEnv) -> Path:
+    """The ``--mcp-config`` file: Condensate's tools for the thread, mode 0600 (it holds the
+    API token)."""
+    tools = offered(head=spec.head, reset=spec.reset is not None)
+    document = mcp.config(sys.executable, env.daemon_url, env.daemon_token, env.thread_id, tools)
     return _child.write_private(config_dir / "condensate-mcp.json", json.dumps(document))
 
 

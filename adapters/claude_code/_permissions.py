@@ -68,8 +68,8 @@ TOOLS = frozenset(
 RUNS_CODE = frozenset({"Bash", "CronCreate", "Monitor", "Workflow", "WebFetch"})
 """The tools ``--restricted`` removes: they run commands or code, which cwd cannot confine."""
 READ_ONLY = ("Glob", "Grep", "Read")
-HEAD_TOOLS = f"mcp__{mcp.SERVER_NAME}"
-"""A head's Condensate tools, which Claude Code defers behind its ToolSearch tool."""
+CONTEXT_TOOLS = f"mcp__{mcp.SERVER_NAME}"
+"""The thread's Condensate tools, which Claude Code defers behind its ToolSearch tool."""
 
 
 def check(spec: ThreadSpec) -> None:
@@ -106,10 +106,10 @@ def offered(spec: ThreadSpec) -> list[str] | None:
     return list(spec.tools)
 
 
-def flags(spec: ThreadSpec, *, head: bool) -> list[str]:
-    """The command-line flags that carry the thread's permissions and tools. A head keeps its
-    Condensate tools: ToolSearch (which they hide behind) stays offered, and they are allowed
-    without a prompt where prompts are denied."""
+def flags(spec: ThreadSpec, *, context_tools: bool) -> list[str]:
+    """The command-line flags that carry the thread's permissions and tools. A thread with
+    its Condensate tools keeps them: ToolSearch (which they hide behind) stays offered, and
+    they are allowed without a prompt where prompts are denied."""
     check(spec)
     match spec.permissions:
         case "default":
@@ -126,9 +126,9 @@ def flags(spec: ThreadSpec, *, head: bool) -> list[str]:
         args += ["--permission-prompts", "none"]
     tools = offered(spec)
     if tools is not None:
-        if head and "ToolSearch" not in tools:
+        if context_tools and "ToolSearch" not in tools:
             tools.append("ToolSearch")
         args += ["--tools", ",".join(tools)]
-    if head and spec.permissions != "default":
-        args += ["--allowedTools", HEAD_TOOLS]
+    if context_tools and spec.permissions != "default":
+        args += ["--allowedTools", CONTEXT_TOOLS]
     return args

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import structlog
 
+from adapters._condense import settled
 from adapters._texts import AUTH_STATUSES, bad_credential
 from adapters.claude_code import _cli
 from adapters.claude_code._translate import (
@@ -71,6 +72,7 @@ class TurnReader:
     root_first_message: str
     root_safe_uuid: str | None
     measured: bool
+    sent_upto: int
     window_pending: bool
     operator_interrupt: bool
     _requests: int
@@ -232,7 +234,7 @@ class TurnReader:
         counted = ModelUsage if self.env.gateway is None else AssistantMessage
         if any(isinstance(e, counted) for e in events):
             self.measured = True
-        await ctx.append(events)
+        await ctx.append(settled(events, ctx.view, ctx.spec, self.sent_upto, ctx.now()))
 
     async def _flush(self, ctx: TurnContext) -> None:
         """Log the reply gathered so far: its usage once per message id, then the reply."""

@@ -345,11 +345,11 @@ class ClaudeCodeEngine(TurnReader):
         )
 
     def _mcp_config(self) -> Path | None:
-        """A head gets Condensate's tools; other threads are windowed without asking, so the
-        tools would only cost them schema tokens and a process per session."""
-        if not self.spec.head or not self.env.daemon_url:
+        """Condensate's tools for the thread (``context_tools.offered``), when there is a
+        daemon to serve them."""
+        if not self.env.daemon_url:
             return None
-        return _cli.write_mcp_config(self.config_dir, self.env)
+        return _cli.write_mcp_config(self.config_dir, self.spec, self.env)
 
     async def _end_process(self) -> None:
         process, self.process = self.process, None

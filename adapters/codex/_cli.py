@@ -16,6 +16,7 @@ from pydantic import Field
 
 from adapters import _child
 from condensate import mcp
+from condensate.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, own_settings
 from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model
@@ -175,7 +176,8 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
     """The thread's ``config.toml``: the daemon's OpenAI endpoint as the provider, the model,
     approvals off (an ``ask`` thread's policy is set per Codex thread), the sandbox from the
     permissions and nothing writable outside cwd, no plugin sync or analytics, the catalog
-    that keeps Codex's compaction out of reach, and Condensate's MCP server for a head."""
+    that keeps Codex's compaction out of reach, and Condensate's MCP server with the thread's
+    tools (``context_tools.offered``)."""
     lines = [
         f"model = {_toml(model_slug(spec))}",
         f"model_provider = {_toml(PROVIDER)}",
@@ -212,7 +214,8 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
         "plugins = false",
     ]
     if mcp_server:
-        server = mcp.config(sys.executable, env.daemon_url, env.daemon_token, env.thread_id)
+        tools = offered(head=spec.head, reset=spec.reset is not None)
+        server = mcp.config(sys.executable, env.daemon_url, env.daemon_token, env.thread_id, tools)
         entry = server["mcpServers"][mcp.SERVER_NAME]
         lines += [
             "",
@@ -266,7 +269,7 @@ def prepare_home(binary: str, spec: ThreadSpec, env: EngineEnv, codex_home: Path
         if not catalog.exists():
             entries = out_of_reach_catalog(bundled_catalog(binary, codex_home), model_slug(spec))
             _child.write_private(catalog, json.dumps(entries))
-    mcp_server = spec.head and bool(env.daemon_url)
+    mcp_server = bool(env.daemon_url)
     text = config_toml(spec, env, catalog=catalog, mcp_server=mcp_server)
     _child.write_private(codex_home / "config.toml", text)
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import structlog
 
+from adapters._condense import settled
 from adapters._texts import AUTH_STATUSES, bad_credential
 from adapters.codex import _cli
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
@@ -30,7 +31,7 @@ from adapters.codex._translate import (
 )
 from condensate import queries
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext
-from condensate.events import EngineNotice
+from condensate.events import EngineNotice, Event
 
 log = structlog.get_logger()
 
@@ -70,6 +71,10 @@ class TurnReader:
     window_pending: bool
     operator_interrupt: bool
     _interrupt_sent: bool
+
+    def _settled(self, ctx: TurnContext, events: list[Event]) -> list[Event]:
+        """The events, with an agent's ``condense`` result settled (``_condense``)."""
+        return settled(events, ctx.view, self.spec, self.sent_upto, ctx.now())
 
     def interrupted(self) -> bool:
         """The operator interrupted the running turn (a method: it changes while we wait)."""
@@ -123,7 +128,8 @@ class TurnReader:
                         usage = usage_of(params)
                         if usage is not None:
                             model = _cli.model_slug(self.spec)
-                            await ctx.append(self.responses.counted(usage, model, ctx.now))
+                            counted = self.responses.counted(usage, model, ctx.now)
+                            await ctx.append(self._settled(ctx, counted))
                             check_due = self.settings.codex_windowing
                     case "error":
                         read.overflow = read.overflow or is_overflow(params.get("error"))
@@ -246,7 +252,7 @@ class TurnReader:
         if item.get("type") != "contextCompaction":
             results = self.responses.item_completed(item, ctx.now)
             if results:
-                await ctx.append(results)
+                await ctx.append(self._settled(ctx, results))
             return
         await ctx.append(compacted(ctx.view.ask, self.codex_thread, ctx.now))
 

@@ -24,9 +24,10 @@ import structlog
 from adapters.native.permissions import allows, needs_approval, permissions_problem
 from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
-from condensate import emergency, near_limits, paging, reset
+from condensate import emergency, near_limits, paging, reset, tool_answers
+from condensate.context_tools import COMPACTION_TOOLS, CONTEXT_TOOLS
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
-from condensate.errors import ContextWindowExceeded, EventNotFound, ProviderError, Refused
+from condensate.errors import ContextWindowExceeded, ProviderError, Refused
 from condensate.events import (
     AssistantMessage,
     CompactionRequested,
@@ -42,13 +43,12 @@ from condensate.events import (
     UserMessage,
     Window,
 )
-from condensate.head_tools import COMPACTION_TOOLS, CONTEXT_USAGE, HEAD_TOOLS
 from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.prompt import to_messages, with_notice
 from condensate.providers import parse_model
 from condensate.providers.types import Request, ToolSpec, Usage
-from condensate.staged_warnings import budget_of, due_warning
+from condensate.staged_warnings import due_warning
 from condensate.tokens import counter_for
 
 log = structlog.get_logger()
@@ -66,7 +66,6 @@ for you. When it fills (you are warned), save what you will need to continue (un
 requests, decisions, file locations, next steps) in files with your tools, then call condense \
 alone, with a short message to your future self if it helps. After it you start afresh from \
 your notes."""
-CONDENSE = ToolSpec(reset.TOOL, reset.DESCRIPTION, reset.SCHEMA)
 PAGED_OUTPUT_CHARS = 400_000
 """What a tool may put in the log when the thread pages its results (the view shows a
 page of it): the tools' own cap is raised to this."""
@@ -89,13 +88,8 @@ CONTROL_TOOLS: dict[str, ToolSpec] = {
     ),
     **{
         tool["name"]: ToolSpec(tool["name"], tool["description"], tool["schema"])
-        for tool in HEAD_TOOLS
-        if tool["name"] in (*COMPACTION_TOOLS, CONTEXT_USAGE)
+        for tool in CONTEXT_TOOLS
     },
-    paging.RECALL_TOOL: ToolSpec(
-        paging.RECALL_TOOL, paging.RECALL_DESCRIPTION, paging.RECALL_SCHEMA
-    ),
-    paging.READ_TOOL: ToolSpec(paging.READ_TOOL, paging.READ_DESCRIPTION, paging.READ_SCHEMA),
 }
 
 
@@ -113,7 +107,7 @@ def tool_specs(spec: ThreadSpec) -> tuple[ToolSpec, ...]:
     """The tools the thread is offered: those it names, less those its permissions forbid."""
     named = named_tools(spec)
     every = [ToolSpec(t.name, t.description, t.parameters) for t in TOOLS.values()]
-    every += [*CONTROL_TOOLS.values(), CONDENSE]
+    every += CONTROL_TOOLS.values()
     return tuple(t for t in every if t.name in named and allows(spec.permissions, t.name))
 
 
@@ -247,7 +241,7 @@ class NativeEngine:
                 return TurnOutcome("completed", "", last_text)
             for call in reply.tool_calls:
                 if call.name == reset.TOOL and call.name in self.wanted:
-                    await ctx.append(_condense(ctx, call, reply.tool_calls, sent_upto))
+                    await ctx.append(reset.answer(call, reply.tool_calls, sent_upto, ctx.now()))
                     continue
                 await ctx.append(await self._answer(ctx, call, reply.invalid_arguments))
         return TurnOutcome("stopped", f"{MAX_CALLS_PER_TURN} model calls in one turn", last_text)
@@ -348,12 +342,12 @@ class NativeEngine:
                             at=at,
                             call_id=call.id,
                             tool=call.name,
-                            output=json.dumps(_usage_answer(ctx, self.spec)),
+                            output=json.dumps(tool_answers.usage_answer(ctx, self.spec)),
                             category="control",
                         )
                     ]
                 case paging.RECALL_TOOL | paging.READ_TOOL:
-                    text, failed = await _read_back(ctx, call)
+                    text, failed = await tool_answers.read_back(ctx, call.name, call.arguments)
                     return [
                         ToolResult(
                             at=at,
@@ -429,52 +423,6 @@ async def _emergency(
     return why
 
 
-async def _read_back(ctx: TurnContext, call: ToolCall) -> tuple[str, bool]:
-    """``recall(seq)``: the original of an earlier message or result; ``read_tool_output(ref,
-    offset, length)``: a page of a result's output. Read from the log, so that what a window
-    cleared or a reset let go is there too; a large one comes a page at a time."""
-    args = call.arguments
-    raw = args.get("seq") if call.name == paging.RECALL_TOOL else args.get("ref")
-    try:
-        seq = int(str(raw))
-        stored = await ctx.read(seq)
-    except (ValueError, EventNotFound):
-        return f"There is no event {raw!r} in this thread's log to read.", True
-    event = stored.event
-    if isinstance(event, ToolResult):
-        text = event.output
-    elif isinstance(event, UserMessage | AssistantMessage):
-        text = event.text
-    else:
-        return f"Seq {seq} is a {event.kind} event, not a message or a tool result.", True
-    size = paging.page_chars(ctx.view.output_cap)
-    offset = args.get("offset", 0)
-    length = args.get("length", size)
-    if not isinstance(offset, int) or not isinstance(length, int) or offset < 0 or length < 1:
-        return "offset must be an integer of at least 0 and length one of at least 1.", True
-    if call.name == paging.RECALL_TOOL and len(text) <= size:
-        return text, False
-    return paging.page(text, offset, min(length, paging.MAX_PAGE_CHARS), seq), False
-
-
-def _usage_answer(ctx: TurnContext, spec: ThreadSpec) -> dict[str, Any]:
-    """``context_usage``'s answer: the next prompt against the line, the ceiling and the
-    window; for an agent-reset thread, against its warning budget too."""
-    usage = ctx.usage()
-    view = ctx.view
-    answer: dict[str, Any] = {
-        **usage.as_json(),
-        "pendingAsk": None if view.ask is None else view.ask.ask_id,
-    }
-    if spec.reset is not None:
-        budget = budget_of(spec.reset, usage)
-        answer["budget"] = budget
-        answer["ofBudget"] = None if not budget else round(usage.used / budget, 4)
-        answer["warnings"] = list(spec.reset.warnings)
-        answer["resets"] = view.resets
-    return answer
-
-
 def _counted(
     usage: Usage, at: datetime, model: str, *, message_id: str | None = None, side: bool = False
 ) -> ModelUsage:
@@ -489,18 +437,6 @@ def _counted(
         message_id=message_id,
         side=side,
     )
-
-
-def _condense(
-    ctx: TurnContext, call: ToolCall, calls: tuple[ToolCall, ...], boundary: int
-) -> list[Event]:
-    """A ``condense`` call's events: the reset, written as one batch, or an error result and
-    nothing reset (another call beside it, a message too long)."""
-    if (why := reset.problem(call, calls)) is not None:
-        return [
-            ToolResult(at=ctx.now(), call_id=call.id, tool=call.name, output=why, is_error=True)
-        ]
-    return reset.reset_events(call, boundary, ctx.now())
 
 
 def _result(call: ToolCall, outcome: ToolOutcome, at: Any) -> ToolResult:

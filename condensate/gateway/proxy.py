@@ -36,6 +36,7 @@ from condensate.gateway.wire import (
     Api,
     ReplyUsage,
     RequestShape,
+    ResetCut,
     Sent,
     SessionMeter,
     SseSplitter,
@@ -46,6 +47,7 @@ from condensate.gateway.wire import (
     held_text,
     result_ids,
     with_receipts,
+    with_reset,
 )
 from condensate.tokens import counter_for
 
@@ -149,6 +151,20 @@ class GatewayAdmitter(Protocol):
         """The thread's fixed prompt part, as last measured (None: not known)."""
         ...
 
+    def rewrites(self, thread_id: str) -> bool:
+        """The thread's requests are rewritten from its log as it grows (an agent-reset
+        thread, or one that pages outputs): each waits for ``caught_up`` first."""
+        ...
+
+    async def caught_up(self, thread_id: str, ids: Sequence[str]) -> None:
+        """Return once the log holds the newest of the request's results (or a little
+        later)."""
+        ...
+
+    def reset_cut(self, thread_id: str) -> ResetCut | None:
+        """Where an agent-reset thread's context starts again (None: nowhere)."""
+        ...
+
     def session_started(self, thread_id: str) -> None: ...
 
 
@@ -179,6 +195,24 @@ class _Call:
     def metered(self) -> bool:
         """A model call: its reply's count is read and logged."""
         return self.shape is not None or self.later is not None
+
+
+@dataclass(frozen=True)
+class _Rewrite:
+    """What the view changes in a request: results shown otherwise (``shown``: receipts,
+    pages, a settled ``condense``), and where an agent's reset starts the context again."""
+
+    shown: Mapping[str, str]
+    cut: ResetCut | None = None
+
+    def apply(self, api: Api, document: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The request as the provider is to get it, and whether that differs from
+        ``document``."""
+        cut = False
+        if self.cut is not None:
+            document, cut = with_reset(api, document, self.cut)
+        out, replaced = with_receipts(api, document, self.shown)
+        return out, cut or replaced > 0
 
 
 @dataclass
@@ -256,13 +290,19 @@ class Gateway:
         call = _Call(grant, api, None, session=named)
         if request.method == "POST" and tail in MEASURED_PATHS[api]:
             admitter, thread = self.admitter, grant.thread_id
+            document: Mapping[str, Any] | None = None
+            if admitter is not None and admitter.rewrites(thread):
+                document = _json_object(body)
+                if document is not None:
+                    await admitter.caught_up(thread, result_ids(api, document))
             # Asked once: the bound and the measurement both decide against them.
             shown = admitter.receipts(thread) if admitter is not None else {}
             gate = admitter.gate(thread) if admitter is not None else None
-            if self._surely_under(call, body, shown, gate):
+            cut = admitter.reset_cut(thread) if admitter is not None else None
+            if cut is None and document is None and self._surely_under(call, body, shown, gate):
                 call.later = call.own = body
-            elif (document := _json_object(body)) is not None:
-                admitted = await self._admit(call, document, body, shown, gate)
+            elif document is not None or (document := _json_object(body)) is not None:
+                admitted = await self._admit(call, document, body, _Rewrite(shown, cut), gate)
                 if isinstance(admitted, web.Response):
                     return admitted
                 body = admitted
@@ -312,31 +352,32 @@ class Gateway:
         call: _Call,
         document: Mapping[str, Any],
         body: bytes,
-        shown: Mapping[str, str],
+        rewrite: _Rewrite,
         gate: int | None,
     ) -> bytes | web.Response:
-        """The body to forward (with the view's receipts, ``shown``, in place of cleared
-        results), or Condensate's own reply when the runtime ends the CLI's turn instead."""
+        """The body to forward (rewritten from the view: the receipts in place of cleared
+        results, an agent's reset), or Condensate's own reply when the runtime ends the
+        CLI's turn instead."""
         thread = call.grant.thread_id
         admitter = self.admitter
-        projected, replaced = with_receipts(call.api, document, shown)
+        projected, changed = rewrite.apply(call.api, document)
         size = self._measure(call, projected)
         if admitter is not None and gate is not None and size > gate:
             verdict = await admitter.admit(thread, size, result_ids(call.api, projected))
             if not verdict.forward:
                 return self._held(call, verdict.text)
             fresh = admitter.receipts(thread)
-            if fresh != shown:
-                shown = fresh
-                projected, replaced = with_receipts(call.api, document, shown)
+            if fresh != rewrite.shown:
+                rewrite = _Rewrite(fresh, rewrite.cut)
+                projected, changed = rewrite.apply(call.api, document)
                 self._measure(call, projected)
-        if not replaced:
+        if not changed:
             call.own = body
             return body  # byte for byte as the CLI sent it
         # What goes on is written from Python's own parse: orjson reads an integer past 64
-        # bits as a float, and the provider must get the CLI's request exactly, but for the
-        # receipts.
-        exact, _ = with_receipts(call.api, json.loads(body), shown)
+        # bits as a float, and the provider must get the CLI's request exactly, but for what
+        # the view rewrites.
+        exact, _ = rewrite.apply(call.api, json.loads(body))
         return json.dumps(exact, ensure_ascii=False, separators=(",", ":")).encode()
 
     def _measure(self, call: _Call, document: Mapping[str, Any]) -> int:

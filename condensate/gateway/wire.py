@@ -492,3 +492,120 @@ def with_receipts(
                 items.append(item)
         out["input"] = items
     return out, replaced
+
+
+# -- an agent's reset in flight ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResetCut:
+    """An agent-reset thread's latest committed reset, as the provider is to see it: the
+    fixed context, then ``notice``, then the agent's ``condense`` call (``call_id``) and all
+    that followed it. ``own_context`` opens the text blocks the CLI itself writes into the
+    conversation (its environment, its instructions): fixed context, kept."""
+
+    call_id: str
+    notice: str
+    own_context: tuple[str, ...] = ()
+
+
+def with_reset(api: Api, body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], bool]:
+    """``body`` starting again from the reset, and whether it did: the CLI keeps its whole
+    history, and each request is cut where the reset cut the view. A request that does not
+    hold the call (a new session) is unchanged."""
+    if api == "anthropic":
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return dict(body), False
+        at = _anthropic_call(messages, cut.call_id)
+        if at is None:
+            return dict(body), False
+        before = messages[:at]
+        own = _own_blocks(before, cut.own_context)
+        notice = {"role": "user", "content": [*own, {"type": "text", "text": cut.notice}]}
+        system = [m for m in before if isinstance(m, Mapping) and m.get("role") == "system"]
+        return {**body, "messages": [notice, *system, *messages[at:]]}, True
+    items = body.get("input")
+    if not isinstance(items, list):
+        return dict(body), False
+    at = _responses_call(items, cut.call_id)
+    if at is None:
+        return dict(body), False
+    fixed = [item for item in items[:at] if _fixed_item(item, cut.own_context)]
+    notice_item = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": cut.notice}],
+    }
+    return {**body, "input": [*fixed, notice_item, *items[at:]]}, True
+
+
+def _anthropic_call(messages: list[Any], call_id: str) -> int | None:
+    """Where the assistant message holding the call is."""
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "tool_use"
+                and str(block.get("id")) == call_id
+            ):
+                return i
+    return None
+
+
+def _own_blocks(messages: list[Any], marks: tuple[str, ...]) -> list[Any]:
+    """The CLI's own text blocks at the start of the first user message."""
+    for message in messages:
+        if not isinstance(message, Mapping) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if not isinstance(content, list):
+            return []
+        return [b for b in content if _opens_with(b, marks)]
+    return []
+
+
+def _opens_with(block: Any, marks: tuple[str, ...]) -> bool:
+    if not isinstance(block, Mapping) or block.get("type") not in ("text", "input_text"):
+        return False
+    return bool(marks) and str(block.get("text") or "").lstrip().startswith(marks)
+
+
+def _responses_call(items: list[Any], call_id: str) -> int | None:
+    """Where the response holding the call starts: its reasoning and its text come before
+    the call in the input."""
+    for i, item in enumerate(items):
+        if (
+            isinstance(item, Mapping)
+            and item.get("type") == "function_call"
+            and str(item.get("call_id")) == call_id
+        ):
+            start = i
+            while start > 0 and _same_response(items[start - 1]):
+                start -= 1
+            return start
+    return None
+
+
+def _same_response(item: Any) -> bool:
+    if not isinstance(item, Mapping):
+        return False
+    kind = item.get("type")
+    return kind == "reasoning" or (kind == "message" and item.get("role") == "assistant")
+
+
+def _fixed_item(item: Any, marks: tuple[str, ...]) -> bool:
+    """An item of the fixed context: the instructions (developer or system messages), or a
+    user message the CLI wrote itself (its environment)."""
+    if not isinstance(item, Mapping) or item.get("type", "message") != "message":
+        return False
+    role = item.get("role")
+    if role in ("developer", "system"):
+        return True
+    content = item.get("content")
+    if role != "user" or not isinstance(content, list) or not content:
+        return False
+    return all(_opens_with(block, marks) for block in content)

@@ -17,7 +17,7 @@ import aiohttp
 import anyio
 import pytest
 
-from condensate import reset
+from condensate import context_tools, reset
 from condensate.events import (
     AssistantMessage,
     Event,
@@ -100,7 +100,7 @@ def kinds(events: list[dict[str, Any]]) -> list[str]:
 
 
 def condense(message: str | None = NOTE, call_id: str = "c9") -> Call:
-    return Call(reset.TOOL, {} if message is None else {reset.MESSAGE: message}, id=call_id)
+    return Call(reset.TOOL, {} if message is None else {context_tools.MESSAGE: message}, id=call_id)
 
 
 async def test_the_agent_saves_notes_condenses_reads_them_and_carries_on(
@@ -130,7 +130,7 @@ async def test_the_agent_saves_notes_condenses_reads_them_and_carries_on(
     (said, used) = after[1]["content"]
     assert said == {"type": "text", "text": "Notes saved."}
     assert (used["type"], used["id"], used["name"]) == ("tool_use", "c9", reset.TOOL)
-    assert used["input"] == {reset.MESSAGE: NOTE}
+    assert used["input"] == {context_tools.MESSAGE: NOTE}
     (result,) = after[2]["content"]
     assert (result["type"], result["tool_use_id"]) == ("tool_result", "c9")
     assert result["content"] == reset.recovery(NOTE)

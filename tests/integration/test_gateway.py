@@ -23,6 +23,7 @@ from structlog.testing import capture_logs
 from condensate.engines import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
+from condensate.gateway.wire import ResetCut
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Stall, Text
 
 CLAUDE = "claude-sonnet-4-5"
@@ -140,6 +141,15 @@ class Cleared:
     def session_started(self, thread_id: str) -> None:
         return None
 
+    def rewrites(self, thread_id: str) -> bool:
+        return False
+
+    async def caught_up(self, thread_id: str, ids: Sequence[str]) -> None:
+        return None
+
+    def reset_cut(self, thread_id: str) -> ResetCut | None:
+        return None
+
 
 @dataclass
 class Gated:
@@ -169,6 +179,15 @@ class Gated:
         return None
 
     def session_started(self, thread_id: str) -> None:
+        return None
+
+    def rewrites(self, thread_id: str) -> bool:
+        return False
+
+    async def caught_up(self, thread_id: str, ids: Sequence[str]) -> None:
+        return None
+
+    def reset_cut(self, thread_id: str) -> ResetCut | None:
         return None
 
 

@@ -1,5 +1,5 @@
-"""The head's MCP server (``python -m condensate.mcp``) as a real subprocess against a real
-daemon: the MCP handshake, its three tools, and errors."""
+"""A CLI thread's MCP server (``python -m condensate.mcp``) as a real subprocess against a
+real daemon: the MCP handshake, the tools of each kind of thread, their answers, and errors."""
 
 from __future__ import annotations
 
@@ -8,19 +8,24 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from condensate import context_tools, reset
 from condensate.client import DaemonClient
+from condensate.context_tools import offered
 from condensate.mcp import TOKEN_ENV
 from tests.integration.daemon import REPO, DaemonProcess
 
+HEAD_TOOLS = offered(head=True, reset=False)
 
-def idle_thread(daemon: DaemonProcess, cwd: str) -> str:
+
+def idle_thread(daemon: DaemonProcess, cwd: str, **more: Any) -> str:
     client = DaemonClient(daemon.url, daemon.token)
     thread = client.call(
         "POST",
         "/threads",
-        {"model": "anthropic:claude-sonnet-4-5", "cwd": cwd, "brief": "hello from mcp"},
+        {"model": "anthropic:claude-sonnet-4-5", "cwd": cwd, "brief": "hello from mcp", **more},
     )["id"]
     for _ in range(300):
         if client.call("GET", f"/threads/{thread}")["status"] == "idle":
@@ -31,12 +36,18 @@ def idle_thread(daemon: DaemonProcess, cwd: str) -> str:
 
 
 def session(
-    daemon: DaemonProcess, thread: str, *messages: dict[str, Any], token: str | None = None
+    daemon: DaemonProcess,
+    thread: str,
+    *messages: dict[str, Any],
+    token: str | None = None,
+    tools: Sequence[str] = HEAD_TOOLS,
 ) -> list[dict[str, Any]]:
-    """Every reply the server wrote for ``messages`` (sent as one stdin, one per line)."""
+    """Every reply the server wrote for ``messages`` (sent as one stdin, one per line), the
+    server listing ``tools`` (a head's, unless given)."""
     lines = "".join(json.dumps(m) + "\n" for m in messages)
+    args = ["--url", daemon.url, "--thread", thread, "--tools", ",".join(tools)]
     result = subprocess.run(
-        [sys.executable, "-m", "condensate.mcp", "--url", daemon.url, "--thread", thread],
+        [sys.executable, "-m", "condensate.mcp", *args],
         input=lines,
         capture_output=True,
         text=True,
@@ -73,14 +84,88 @@ HANDSHAKE = (
 )
 
 
-def test_handshake_lists_the_three_tools(daemon, tmp_path):
-    """initialize answers with tool capabilities; tools/list offers compact_context,
-    compact_microcompact and context_usage; a notification gets no reply."""
+def test_handshake_lists_a_heads_tools(daemon, tmp_path):
+    """initialize answers with tool capabilities; tools/list offers a head the compaction
+    tools, context_usage, recall and read_tool_output; a notification gets no reply."""
     replies = session(daemon, idle_thread(daemon, str(tmp_path)), *HANDSHAKE)
     assert [r["id"] for r in replies] == [1, 2]
     assert "tools" in replies[0]["result"]["capabilities"]
-    names = {tool["name"] for tool in replies[1]["result"]["tools"]}
-    assert names == {"compact_context", "compact_microcompact", "context_usage"}
+    names = [tool["name"] for tool in replies[1]["result"]["tools"]]
+    assert names == [
+        "compact_context",
+        "compact_microcompact",
+        "context_usage",
+        "recall",
+        "read_tool_output",
+    ]
+
+
+def test_each_kind_of_thread_gets_its_own_tools(daemon, tmp_path):
+    """A thread Condensate windows without asking reads its context (no compaction tools); an
+    agent-reset thread has condense in their place; a call to a tool not listed is invalid."""
+    thread = idle_thread(daemon, str(tmp_path))
+    plain = offered(head=False, reset=False)
+    listed = session(
+        daemon, thread, *HANDSHAKE, call(3, "compact_context", {"summary": "s"}), tools=plain
+    )
+    assert [t["name"] for t in listed[1]["result"]["tools"]] == [
+        "context_usage",
+        "recall",
+        "read_tool_output",
+    ]
+    assert listed[2]["error"]["code"] == -32602
+    assert "compact_context" in listed[2]["error"]["message"]
+    reset = offered(head=False, reset=True)
+    assert reset == ("condense", "context_usage", "recall", "read_tool_output")
+
+
+def test_recall_and_read_tool_output_answer_from_the_log(daemon, tmp_path):
+    """recall(seq) returns the brief the thread was created with (seq 2); read_tool_output
+    pages it from an offset; a seq the log lacks is a tool error saying so."""
+    thread = idle_thread(daemon, str(tmp_path))
+    replies = session(
+        daemon,
+        thread,
+        *HANDSHAKE,
+        call(3, "recall", {"seq": 2}),
+        call(4, "read_tool_output", {"ref": "2", "offset": 6, "length": 4}),
+        call(5, "recall", {"seq": 99999}),
+        call(6, "recall", {"seq": "two"}),
+    )
+    assert replies[2]["result"] == {
+        "content": [{"type": "text", "text": "hello from mcp"}],
+        "isError": False,
+    }
+    page = replies[3]["result"]["content"][0]["text"]
+    assert page.startswith("from\n\n[Characters 6 to 10 of 14;")
+    assert replies[4]["result"]["isError"] is True
+    assert "99999" in replies[4]["result"]["content"][0]["text"]
+    assert replies[5]["error"]["code"] == -32602
+    assert "'seq'" in replies[5]["error"]["message"]
+
+
+def test_condense_answers_with_the_recovery_text_of_a_reset_thread(daemon, tmp_path):
+    """On an agent-reset thread condense answers the recovery text with the message; a
+    message past 16,384 UTF-16 code units is an error that resets nothing; on a thread
+    Condensate windows, condense is an error saying so."""
+    reset_thread = idle_thread(daemon, str(tmp_path), reset={})
+    tools = offered(head=False, reset=True)
+    replies = session(
+        daemon,
+        reset_thread,
+        *HANDSHAKE,
+        call(3, "condense", {context_tools.MESSAGE: "notes in NOTES.md"}),
+        call(4, "condense", {context_tools.MESSAGE: "x" * 16_385}),
+        tools=tools,
+    )
+    assert replies[2]["result"]["isError"] is False
+    assert replies[2]["result"]["content"][0]["text"] == reset.recovery("notes in NOTES.md")
+    assert replies[3]["result"]["isError"] is True
+    assert "16,385 UTF-16 code units" in replies[3]["result"]["content"][0]["text"]
+    windowed = idle_thread(daemon, str(tmp_path))
+    (*_, refused) = session(daemon, windowed, *HANDSHAKE, call(3, "condense"), tools=tools)
+    assert refused["result"]["isError"] is True
+    assert "not in agent-reset mode" in refused["result"]["content"][0]["text"]
 
 
 def test_context_usage_reports_the_threads_numbers(daemon, tmp_path):

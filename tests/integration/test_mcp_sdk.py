@@ -14,20 +14,23 @@ from mcp.client.stdio import stdio_client
 
 from condensate.mcp import PROTOCOL_VERSIONS, TOKEN_ENV
 from tests.integration.daemon import REPO, DaemonProcess
-from tests.integration.test_mcp import idle_thread
+from tests.integration.test_mcp import HEAD_TOOLS, idle_thread
 
 
 def server(daemon: DaemonProcess, thread: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "condensate.mcp", "--url", daemon.url, "--thread", thread],
+        args=[
+            *("-m", "condensate.mcp", "--url", daemon.url, "--thread", thread),
+            *("--tools", ",".join(HEAD_TOOLS)),
+        ],
         env={**os.environ, TOKEN_ENV: daemon.token},
         cwd=REPO,
     )
 
 
 async def test_the_sdk_client_negotiates_lists_and_calls(daemon: DaemonProcess, tmp_path) -> None:
-    """initialize settles on a version both speak; tools/list gives the three tools with
+    """initialize settles on a version both speak; tools/list gives a head's tools with
     annotations; context_usage answers with the thread's numbers."""
     thread = idle_thread(daemon, str(tmp_path))
     async with (
@@ -38,7 +41,7 @@ async def test_the_sdk_client_negotiates_lists_and_calls(daemon: DaemonProcess, 
         assert client.protocol_version in PROTOCOL_VERSIONS
         listed = await client.list_tools()
         tools = {tool.name: tool for tool in listed.tools}
-        assert set(tools) == {"compact_context", "compact_microcompact", "context_usage"}
+        assert tuple(tools) == HEAD_TOOLS
         annotations = tools["context_usage"].annotations
         assert annotations is not None
         assert annotations.read_only_hint is True

@@ -76,14 +76,14 @@ def flag(args: list[str], name: str) -> str | None:
 def test_permissions_become_a_claude_mode(permissions, mode):
     """Default runs unattended, the confined values get their mode, Claude Code's own modes
     pass through."""
-    assert flag(flags(spec(permissions), head=False), "--permission-mode") == mode
+    assert flag(flags(spec(permissions), context_tools=False), "--permission-mode") == mode
 
 
 def test_default_permissions_offer_every_tool_unless_the_thread_names_some():
     """Without a tools list no --tools is given (Claude Code's own set); with one, exactly
     those tools are offered, never through --allowedTools."""
-    assert "--tools" not in flags(spec(), head=False)
-    args = flags(spec(tools=("Read", "Bash")), head=False)
+    assert "--tools" not in flags(spec(), context_tools=False)
+    args = flags(spec(tools=("Read", "Bash")), context_tools=False)
     assert flag(args, "--tools") == "Read,Bash"
     assert "--allowedTools" not in args
 
@@ -91,30 +91,33 @@ def test_default_permissions_offer_every_tool_unless_the_thread_names_some():
 def test_workspace_is_restricted_to_cwd_without_code_running_tools_or_prompts():
     """workspace runs --restricted (file tools confined to cwd, no Bash), prompts denied; a
     tools list loses the tools that run code."""
-    args = flags(spec("workspace", ("Read", "Write", "Bash", "WebFetch")), head=False)
+    args = flags(spec("workspace", ("Read", "Write", "Bash", "WebFetch")), context_tools=False)
     assert "--restricted" in args
     assert flag(args, "--permission-prompts") == "none"
     assert flag(args, "--tools") == "Read,Write"
-    assert "--tools" not in flags(spec("workspace"), head=False)
+    assert "--tools" not in flags(spec("workspace"), context_tools=False)
 
 
 def test_read_only_offers_only_the_read_only_tools():
     """read-only offers Read, Grep and Glob (those of the tools list, when there is one),
     restricted to cwd, prompts denied."""
-    args = flags(spec("read-only"), head=False)
+    args = flags(spec("read-only"), context_tools=False)
     assert "--restricted" in args
     assert flag(args, "--permission-prompts") == "none"
     assert flag(args, "--tools") == "Glob,Grep,Read"
-    assert flag(flags(spec("read-only", ("Read", "Edit", "Bash")), head=False), "--tools") == "Read"
+    assert (
+        flag(flags(spec("read-only", ("Read", "Edit", "Bash")), context_tools=False), "--tools")
+        == "Read"
+    )
 
 
 def test_a_confined_head_keeps_its_condensate_tools():
     """A head with a tools list keeps ToolSearch (its Condensate tools hide behind it), and
     outside bypassPermissions its Condensate tools are allowed without a prompt."""
-    args = flags(spec("read-only"), head=True)
+    args = flags(spec("read-only"), context_tools=True)
     assert flag(args, "--tools") == "Glob,Grep,Read,ToolSearch"
     assert flag(args, "--allowedTools") == "mcp__condensate"
-    assert "--allowedTools" not in flags(spec(), head=True)
+    assert "--allowedTools" not in flags(spec(), context_tools=True)
 
 
 def test_unknown_permissions_are_refused_as_unsupported():
@@ -144,6 +147,6 @@ def test_block_content_becomes_text():
 
 def test_ask_sends_claude_codes_permission_prompts_to_condensate():
     """ask: Claude Code's prompting mode, its prompts sent over stdio to Condensate."""
-    args = flags(spec("ask"), head=False)
+    args = flags(spec("ask"), context_tools=False)
     assert flag(args, "--permission-mode") == "manual"
     assert flag(args, "--permission-prompt-tool") == "stdio"

@@ -3,7 +3,7 @@ a ``condense`` call, and the exact view after a committed reset, rebuilt from th
 
 from __future__ import annotations
 
-from condensate import reset
+from condensate import context_tools, reset
 from condensate.events import (
     AssistantMessage,
     EmergencyReset,
@@ -21,7 +21,7 @@ NOTE = "Read notes/release.md. Tests passed; next, review the diff."
 
 
 def condense(call_id: str = "c9", message: str | None = NOTE) -> ToolCall:
-    arguments = {} if message is None else {reset.MESSAGE: message}
+    arguments = {} if message is None else {context_tools.MESSAGE: message}
     return ToolCall(id=call_id, name=reset.TOOL, arguments=arguments)
 
 
@@ -64,9 +64,9 @@ def test_the_message_limit_counts_utf16_code_units() -> None:
     """16,384 UTF-16 code units fit and one more does not; a character outside the BMP
     counts twice."""
     assert reset.utf16_units("a😀") == 3
-    fits = "x" * (reset.MAX_MESSAGE_UNITS - 2) + "😀"
+    fits = "x" * (context_tools.MAX_MESSAGE_UNITS - 2) + "😀"
     assert reset.problem(condense(message=fits), [condense(message=fits)]) is None
-    over = "x" * (reset.MAX_MESSAGE_UNITS - 1) + "😀"
+    over = "x" * (context_tools.MAX_MESSAGE_UNITS - 1) + "😀"
     why = reset.problem(condense(message=over), [condense(message=over)])
     assert why is not None
     assert "16,385" in why
@@ -115,7 +115,7 @@ def test_the_reset_view_reaches_the_provider_in_that_order() -> None:
     first, second, third = to_messages(b.view)
     assert (first.role, first.content) == ("user", (Text(reset.NOTICE),))
     assert second.role == "assistant"
-    assert second.content[-1] == ToolUse("c9", reset.TOOL, {reset.MESSAGE: NOTE})
+    assert second.content[-1] == ToolUse("c9", reset.TOOL, {context_tools.MESSAGE: NOTE})
     assert third.role == "user"
     output, steer = third.content
     assert isinstance(output, ToolOutput)

@@ -1,0 +1,274 @@
+"""The agent's own hand on its context on the real ``claude`` and ``codex`` CLIs, through
+Condensate's MCP server: an agent-reset thread's ``condense``, with the reset's exact message
+order on the fake's request log (the gateway cuts each request where the reset cut the view);
+a large output paged and read back with ``read_tool_output``; what a reset let go brought back
+with ``recall``. Real daemon, fake model server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from condensate import context_tools, reset
+from condensate.testing.fake_model import Call, FakeModelServer, RecordedRequest, Text, ToolCalls
+from tests.e2e import test_claude_code as claude
+from tests.e2e import test_codex as codex
+from tests.e2e.conftest import CLAUDE, CODEX
+from tests.e2e.log import Events, check_pairs, turn_ended
+from tests.integration.daemon import DaemonProcess, call
+
+NOTE = "NOTE-TO-SELF: my notes are in NOTES.md; next, count to 20."
+BRIEF = "Count things with the shell. BRIEF-MARKER-reset"
+SAVED = "NOTES-SAVED-42"
+ENGINES = ("claude", "codex")
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProcess]:
+    """A daemon that runs both CLIs against the fake."""
+    windows = {f"anthropic:{claude.MODEL}": 200_000, f"openai:{codex.MODEL}": codex.WINDOW}
+    process = DaemonProcess(
+        tmp_path / "home",
+        fake.url,
+        extra_env={
+            "CONDENSATE_MODEL_WINDOWS": json.dumps(windows),
+            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
+            "CONDENSATE_CLAUDE_BINARY": str(CLAUDE),
+            "CONDENSATE_CODEX_BINARY": str(CODEX),
+        },
+    )
+    process.home.mkdir()
+    process.start()
+    yield process
+    process.close()
+
+
+def model_of(engine: str) -> str:
+    return claude.MODEL if engine == "claude" else codex.MODEL
+
+
+def shell(engine: str, command: str, text: str = "") -> ToolCalls:
+    return claude.bash(command, text) if engine == "claude" else codex.shell(command, text)
+
+
+def context_call(engine: str, tool: str, arguments: dict[str, Any], ident: str) -> Call:
+    """A call of one of Condensate's tools, as each CLI offers it: Claude Code by its MCP
+    name, Codex in the MCP server's namespace."""
+    if engine == "claude":
+        return Call(f"mcp__condensate__{tool}", arguments, id=ident)
+    return Call(tool, arguments, id=ident, namespace="mcp__condensate")
+
+
+def generations(fake: FakeModelServer, engine: str) -> list[RecordedRequest]:
+    return claude.generations(fake) if engine == "claude" else codex.generations(fake)
+
+
+def conversation(engine: str, request: RecordedRequest) -> list[dict[str, Any]]:
+    """The request's messages (Claude Code) or input items (Codex)."""
+    key = "messages" if engine == "claude" else "input"
+    return list(request.body[key])
+
+
+def texts(item: dict[str, Any]) -> list[str]:
+    """The text blocks of a message or input item."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return [content]
+    return [str(b.get("text")) for b in content or [] if isinstance(b, dict) and "text" in b]
+
+
+def result_text(engine: str, request: RecordedRequest, call_id: str) -> str:
+    """What the request shows the model as the result of ``call_id``."""
+    for item in conversation(engine, request):
+        if engine == "codex":
+            if item.get("type") == "function_call_output" and item.get("call_id") == call_id:
+                output = item["output"]
+                return output if isinstance(output, str) else "\n".join(texts({"content": output}))
+            continue
+        for block in item.get("content") or []:
+            if isinstance(block, dict) and block.get("tool_use_id") == call_id:
+                content = block["content"]
+                return content if isinstance(content, str) else "".join(texts(block))
+    msg = f"no result of {call_id} in the request"
+    raise AssertionError(msg)
+
+
+async def start(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, workdir: Path, engine: str, **more: Any
+) -> str:
+    model = f"anthropic:{claude.MODEL}" if engine == "claude" else f"openai:{codex.MODEL}"
+    status, created = await call(
+        session,
+        daemon,
+        "POST",
+        "/threads",
+        {"engine": engine, "model": model, "cwd": str(workdir), "brief": BRIEF, **more},
+    )
+    assert status == 201, created
+    return str(created["id"])
+
+
+def queue_reset(fake: FakeModelServer, engine: str) -> None:
+    """The agent saves its notes, condenses alone with a message, and carries on."""
+    fake.queue(
+        shell(engine, f"echo {SAVED} | tee NOTES.md", text="Saving my notes."),
+        ToolCalls(
+            [context_call(engine, "condense", {context_tools.MESSAGE: NOTE}, "call_cond1")],
+            text="Condensing now.",
+        ),
+        Text("Read my notes; carrying on."),
+        model=model_of(engine),
+    )
+
+
+async def steer(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, text: str, last: int
+) -> Events:
+    status, _ = await call(session, daemon, "POST", f"/threads/{thread}/messages", {"text": text})
+    assert status == 202
+    return await turn_ended(session, daemon, thread, last)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_condense_starts_the_providers_context_again(daemon, fake, workdir, engine):
+    """Warned or not, the agent writes its note, calls condense alone, and the next request
+    starts exactly: the fixed context (the system prompt, the CLI's own environment), the
+    environment's notice, the agent's real call with its id and arguments, its result with the
+    recovery text and the message; the brief and the work before are gone. The log holds the
+    request, the result and the commit in one batch; a message sent afterwards follows in
+    order, the agent's reply between."""
+    queue_reset(fake, engine)
+    async with aiohttp.ClientSession() as session:
+        thread = await start(session, daemon, workdir, engine, reset={})
+        events = await turn_ended(session, daemon, thread)
+        fake.queue(Text("Counting to 20 as my notes say."), model=model_of(engine))
+        events = await steer(session, daemon, thread, "NEXT-STEP please", events[-1]["seq"])
+        status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
+
+    kinds = [e["kind"] for e in events]
+    at = kinds.index("reset.requested")
+    assert kinds[at : at + 3] == ["reset.requested", "tool.result", "reset.committed"]
+    assert events[at]["message"] == NOTE
+    assert status == 200
+    assert shown["reset"]["resets"] == 1
+
+    sent = generations(fake, engine)
+    assert BRIEF in json.dumps(conversation(engine, sent[1]))
+    after = conversation(engine, sent[2])
+    assert BRIEF not in json.dumps(after)
+    assert SAVED not in json.dumps(after)  # the notes' output went with the reset
+    if engine == "claude":
+        notice, called, result = after
+        assert notice["role"] == "user"
+        assert texts(notice)[-1] == reset.NOTICE
+        assert all(t.startswith("<system-reminder>") for t in texts(notice)[:-1])
+        use = next(b for b in called["content"] if b["type"] == "tool_use")
+        assert (use["id"], use["input"]) == ("call_cond1", {context_tools.MESSAGE: NOTE})
+        assert result["content"][0]["tool_use_id"] == "call_cond1"
+    else:
+        roles = [(i.get("type"), i.get("role")) for i in after]
+        notice_at = next(i for i, item in enumerate(after) if texts(item) == [reset.NOTICE])
+        assert texts(after[notice_at - 1])[0].startswith("<environment_context>")
+        assert all(role == "developer" for _, role in roles[: notice_at - 1])
+        assert roles[notice_at + 1 :] == [
+            ("message", "assistant"),
+            ("function_call", None),
+            ("function_call_output", None),
+        ]
+        assert after[notice_at + 2]["call_id"] == "call_cond1"
+        assert json.loads(after[notice_at + 2]["arguments"]) == {context_tools.MESSAGE: NOTE}
+    assert result_text(engine, sent[2], "call_cond1") == reset.recovery(NOTE)
+
+    later = json.dumps(conversation(engine, sent[3]))
+    assert BRIEF not in later
+    order = [later.index(s) for s in (reset.NOTICE, "Read my notes", "NEXT-STEP please")]
+    assert order == sorted(order)
+    check_pairs(daemon, thread)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_condense_beside_another_call_resets_nothing(daemon, fake, workdir, engine):
+    """condense in the same response as another call is an error result, and nothing is
+    reset: the provider sees that error as the call's result, and the whole history."""
+    fake.queue(
+        ToolCalls(
+            [
+                *shell(engine, "echo side-by-side").calls,
+                context_call(engine, "condense", {}, "call_cond2"),
+            ]
+        ),
+        Text("I will condense alone next time."),
+        model=model_of(engine),
+    )
+    async with aiohttp.ClientSession() as session:
+        thread = await start(session, daemon, workdir, engine, reset={})
+        events = await turn_ended(session, daemon, thread)
+
+    assert not [e for e in events if e["kind"].startswith("reset.")]
+    refused = next(e for e in events if e["kind"] == "tool.result" and e["call_id"] == "call_cond2")
+    assert refused["is_error"] is True
+    assert "must be the only tool call" in refused["output"]
+    last = generations(fake, engine)[-1]
+    assert "must be the only tool call" in result_text(engine, last, "call_cond2")
+    assert BRIEF in json.dumps(conversation(engine, last))
+    check_pairs(daemon, thread)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_recall_brings_back_what_the_reset_let_go(daemon, fake, workdir, engine):
+    """After a reset the agent recalls, by its seq, the output the reset let go; the
+    original comes back through the MCP server as the call's result."""
+    queue_reset(fake, engine)
+    async with aiohttp.ClientSession() as session:
+        thread = await start(session, daemon, workdir, engine, reset={})
+        events = await turn_ended(session, daemon, thread)
+        saved = next(e for e in events if e["kind"] == "tool.result" and SAVED in e["output"])
+        fake.queue(
+            ToolCalls([context_call(engine, "recall", {"seq": saved["seq"]}, "call_recall1")]),
+            Text("Recalled."),
+            model=model_of(engine),
+        )
+        events = await steer(session, daemon, thread, "What did you save?", events[-1]["seq"])
+
+    recalled = next(
+        e for e in events if e["kind"] == "tool.result" and e["call_id"] == "call_recall1"
+    )
+    assert recalled["is_error"] is False
+    assert recalled["output"] == saved["output"]
+    assert SAVED in result_text(engine, generations(fake, engine)[-1], "call_recall1")
+    check_pairs(daemon, thread)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_large_output_is_paged_and_read_on(daemon, fake, workdir, engine):
+    """A result over the thread's output cap reaches the provider as its beginning and a
+    reference (the log keeps it whole); read_tool_output with that reference returns the
+    page from the offset it names."""
+    fake.queue(shell(engine, "seq 1 4000", text="Counting."), Text("Long."), model=model_of(engine))
+    async with aiohttp.ClientSession() as session:
+        thread = await start(session, daemon, workdir, engine, outputCap=300)
+        events = await turn_ended(session, daemon, thread)
+        counted = next(e for e in events if e["kind"] == "tool.result" and "3999" in e["output"])
+        seen = result_text(engine, generations(fake, engine)[-1], counted["call_id"])
+        assert seen.startswith(counted["output"][:200])
+        assert "3999" not in seen
+        assert f'read_tool_output(ref="{counted["seq"]}", offset=' in seen
+        offset = int(seen.rsplit("offset=", 1)[1].split(",", 1)[0])
+        page = {"ref": str(counted["seq"]), "offset": offset, "length": 500}
+        fake.queue(
+            ToolCalls([context_call(engine, "read_tool_output", page, "call_page1")]),
+            Text("Read on."),
+            model=model_of(engine),
+        )
+        events = await steer(session, daemon, thread, "Read on, please.", events[-1]["seq"])
+
+    read = next(e for e in events if e["kind"] == "tool.result" and e["call_id"] == "call_page1")
+    assert read["output"].startswith(counted["output"][offset : offset + 500])
+    shown = result_text(engine, generations(fake, engine)[-1], "call_page1")
+    assert counted["output"][offset : offset + 500] in shown
+    check_pairs(daemon, thread)
