@@ -16,6 +16,7 @@ from condensate.gateway.wire import (
     Api,
     ReplyUsage,
     RequestShape,
+    ResetCut,
     SessionMeter,
     SseSplitter,
     credential_of,
@@ -25,6 +26,7 @@ from condensate.gateway.wire import (
     held_text,
     result_ids,
     with_receipts,
+    with_reset,
 )
 from condensate.tokens import MESSAGE_OVERHEAD
 
@@ -898,3 +900,87 @@ def test_a_credential_with_non_ascii_characters_is_refused_not_an_error(credenti
     refused like any other forgery, it does not raise something else."""
     with pytest.raises(PassRefused):
         Passes().check(credential)
+
+
+# -- an agent's reset in flight ------------------------------------------------------------------
+
+CUT = ResetCut("toolu_c", "NOTICE", ("<system-reminder>", "<environment_context>"))
+
+
+def _anthropic_history() -> dict[str, Any]:
+    return {
+        "system": [{"type": "text", "text": "SYSTEM"}],
+        "tools": [{"name": "Bash"}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "<system-reminder>\nENV\n</system-reminder>"},
+                    {"type": "text", "text": "BRIEF"},
+                ],
+            },
+            {"role": "system", "content": "MODEL IDENTITY"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_a", "name": "Bash"}],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_c", "name": "x"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_c"}]},
+            {"role": "user", "content": "LATER"},
+        ],
+    }
+
+
+def test_a_reset_cuts_an_anthropic_request_after_its_fixed_context():
+    """The notice follows the CLI's own blocks of the first message, its system messages
+    stay, and the conversation goes on from the condense call; the system and tools are
+    untouched."""
+    body = _anthropic_history()
+    cut, changed = with_reset("anthropic", body, CUT)
+    assert changed
+    assert (cut["system"], cut["tools"]) == (body["system"], body["tools"])
+    assert cut["messages"][0] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "<system-reminder>\nENV\n</system-reminder>"},
+            {"type": "text", "text": "NOTICE"},
+        ],
+    }
+    assert cut["messages"][1:] == [body["messages"][1], *body["messages"][4:]]
+
+
+def test_a_request_without_the_condense_call_is_not_cut():
+    """A new session's request does not hold the call: it goes on as it came."""
+    body = _anthropic_history()
+    body["messages"] = body["messages"][:4]
+    assert with_reset("anthropic", body, CUT) == (body, False)
+    assert with_reset("openai", {"input": "just text"}, CUT) == ({"input": "just text"}, False)
+
+
+def test_a_reset_cuts_a_responses_request_at_the_calls_response():
+    """Developer messages and the CLI's environment message stay; the notice follows them;
+    the call's response (its reasoning and text) and all after it stay."""
+    items = [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "D"}]},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context>E"}],
+        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "BRIEF"}]},
+        {"type": "function_call", "call_id": "call_a"},
+        {"type": "function_call_output", "call_id": "call_a", "output": "out"},
+        {"type": "reasoning", "summary": []},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "T"}]},
+        {"type": "function_call", "call_id": "toolu_c", "name": "condense"},
+        {"type": "function_call_output", "call_id": "toolu_c", "output": "done"},
+    ]
+    cut, changed = with_reset("openai", {"model": "m", "input": items}, CUT)
+    assert changed
+    notice = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "NOTICE"}],
+    }
+    assert cut == {"model": "m", "input": [items[0], items[1], notice, *items[5:]]}
