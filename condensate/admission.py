@@ -16,17 +16,18 @@ own size (the log's view may lag what the CLI sends by a tool result or two):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 import structlog
 
-from condensate import reset, window_step
+from condensate import near_limits, reset, window_step
 from condensate.context_tools import CONDENSE
 from condensate.events import ResetCommitted, SystemLine, ToolResult
-from condensate.gateway.wire import ResetCut
+from condensate.gateway.wire import Notices, ResetCut
 from condensate.meter import ContextUsage
 from condensate.receipts import bare_tool
+from condensate.staged_warnings import due_warning
 from condensate.thread import Services, Thread
 
 log = structlog.get_logger()
@@ -73,9 +74,26 @@ def receipts(thread: Thread) -> Mapping[str, str]:
 
 
 def rewrites(thread: Thread) -> bool:
-    """The thread's requests are rewritten from its log as it grows (it resets or pages),
-    not only when a window is taken: each waits for the log to hold its results."""
-    return thread.spec.reset is not None or thread.spec.output_cap is not None
+    """The thread's requests are rewritten from its log as it grows (it resets, pages or is
+    told when it nears its line), not only when a window is taken: each waits for the log to
+    hold its results."""
+    spec = thread.spec
+    return spec.reset is not None or spec.output_cap is not None or spec.near_limit_warnings
+
+
+def notices(runtime: Services, thread: Thread, size: int) -> Notices:
+    """What the thread's request of ``size`` tokens carries: the notice near its line (a
+    thread that asks for them; the request's own size against the line), or an agent-reset
+    thread's staged warning (on the last count, as the native loop measures it). The warning
+    is kept on the thread until the request's reply is counted, and logged with it."""
+    spec = thread.spec
+    usage = runtime.usage(thread)
+    if spec.reset is None:
+        near = near_limits.notice(replace(usage, used=size)) if spec.near_limit_warnings else None
+        return Notices(system=near)
+    warning = due_warning(thread.projection, spec.reset, usage, runtime.clock())
+    thread.warning = warning
+    return Notices(user=None if warning is None else warning.text)
 
 
 def reset_cut(thread: Thread) -> ResetCut | None:

@@ -64,7 +64,7 @@ class CreateThread(_Body):
     reference to read the rest by (the log keeps it all). Absent: results are not paged."""
     near_limit_warnings: bool = Field(default=False, alias="nearLimitWarnings")
     """Each request near the line carries an URGENT (70 % of the line) or CRITICAL (90 %)
-    notice in its system prompt, that request only (the native loop)."""
+    notice in its system prompt, that request only (on the CLI engines the gateway adds it)."""
 
 
 class SendMessage(_Body):

@@ -54,7 +54,7 @@ from condensate.events import (
     Window,
     now_utc,
 )
-from condensate.gateway.wire import ResetCut
+from condensate.gateway.wire import Notices, ResetCut
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Ask, Cut
 from condensate.projector import Projection
@@ -214,16 +214,24 @@ class Runtime:
         if thread is not None:
             thread.counting += 1
 
-    async def record_usage(self, thread_id: str, usage: ModelUsage) -> None:
+    async def record_usage(
+        self, thread_id: str, usage: ModelUsage, *, warned: bool = False
+    ) -> None:
         """The provider's count for a call the gateway forwarded, logged as that call's
-        ``model.usage``; dropped (and said) for a thread this runtime does not hold."""
+        ``model.usage`` (after the staged warning it carried, when ``warned``); dropped (and
+        said) for a thread this runtime does not hold."""
         thread = self.threads.get(thread_id)
         if thread is None:
             log.warning("gateway_usage_dropped", thread=thread_id)
             return
         side = not _same_model(usage.model, thread.spec.model)
+        batch: list[Event] = []
+        if warned and thread.warning is not None:
+            batch.append(thread.warning)
+            thread.warning = None
+        batch.append(usage.model_copy(update={"at": self.clock(), "side": side}))
         try:
-            await self.append(thread, usage.model_copy(update={"at": self.clock(), "side": side}))
+            await self.append(thread, batch)
         finally:
             thread.counting = max(thread.counting - 1, 0)
             thread.notify()
@@ -262,6 +270,14 @@ class Runtime:
         thread = self.threads.get(thread_id)
         if thread is not None:
             await admission.caught_up(thread, ids)
+
+    def notices(self, thread_id: str, model: str, size: int) -> Notices:
+        """What the thread's request on ``model`` of ``size`` tokens carries; a side call
+        (another model) carries nothing."""
+        thread = self.threads.get(thread_id)
+        if thread is None or not _same_model(model, thread.spec.model):
+            return Notices()
+        return admission.notices(self, thread, size)
 
     def baseline(self, thread_id: str) -> int | None:
         thread = self.threads.get(thread_id)

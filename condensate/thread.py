@@ -14,7 +14,7 @@ import anyio
 from condensate.engine import Checkpoint, EngineAdapter, ThreadSpec
 from condensate.engines import Profile
 from condensate.eventlog import EventStore
-from condensate.events import Event, Stored
+from condensate.events import Event, ResetWarned, Stored
 from condensate.meter import ContextUsage, ModelWindow
 from condensate.projector import Projection
 from condensate.providers import ModelClient
@@ -56,6 +56,9 @@ class Thread:
     were taken at."""
     counting: int = 0
     """Calls whose count the gateway announced and has not logged yet."""
+    warning: ResetWarned | None = None
+    """The staged warning the gateway put in the agent-reset thread's last request: logged
+    with that request's count when it succeeds."""
     released: bool = False
     """Another daemon of the fleet holds the thread now: nothing more is written for it here."""
 

@@ -34,6 +34,7 @@ from condensate.gateway.wire import (
     MEASURED_PATHS,
     USAGE_EVENTS,
     Api,
+    Notices,
     ReplyUsage,
     RequestShape,
     ResetCut,
@@ -46,6 +47,7 @@ from condensate.gateway.wire import (
     held_stream,
     held_text,
     result_ids,
+    with_notices,
     with_receipts,
     with_reset,
 )
@@ -118,7 +120,11 @@ class GatewayRecorder(Protocol):
         """A call's count is on its way: ``record_usage`` follows, always."""
         ...
 
-    async def record_usage(self, thread_id: str, usage: ModelUsage) -> None: ...
+    async def record_usage(
+        self, thread_id: str, usage: ModelUsage, *, warned: bool = False
+    ) -> None:
+        """The call's count; ``warned``: the request carried the thread's staged warning."""
+        ...
 
     async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
         """A session's fixed prompt part, from its first reply on ``model``."""
@@ -165,6 +171,11 @@ class GatewayAdmitter(Protocol):
         """Where an agent-reset thread's context starts again (None: nowhere)."""
         ...
 
+    def notices(self, thread_id: str, model: str, size: int) -> Notices:
+        """What a request of the thread on ``model``, measured at ``size`` tokens, carries
+        beside what the CLI sent."""
+        ...
+
     def session_started(self, thread_id: str) -> None: ...
 
 
@@ -190,6 +201,8 @@ class _Call:
     first: bool = False
     """The session's first counted reply on this model: its baseline is logged too."""
     logged: bool = False
+    warned: bool = False
+    """The request carried the thread's staged warning: it is logged with the count."""
 
     @property
     def metered(self) -> bool:
@@ -371,13 +384,18 @@ class Gateway:
                 rewrite = _Rewrite(fresh, rewrite.cut)
                 projected, changed = rewrite.apply(call.api, document)
                 self._measure(call, projected)
-        if not changed:
+        notices = Notices()
+        if admitter is not None and call.shape is not None and admitter.rewrites(thread):
+            notices = admitter.notices(thread, call.shape.model, size)
+            call.warned = notices.user is not None
+        if not changed and notices == Notices():
             call.own = body
             return body  # byte for byte as the CLI sent it
         # What goes on is written from Python's own parse: orjson reads an integer past 64
         # bits as a float, and the provider must get the CLI's request exactly, but for what
-        # the view rewrites.
+        # the view rewrites and the notices it carries.
         exact, _ = rewrite.apply(call.api, json.loads(body))
+        exact, _ = with_notices(call.api, exact, notices)
         return json.dumps(exact, ensure_ascii=False, separators=(",", ":")).encode()
 
     def _measure(self, call: _Call, document: Mapping[str, Any]) -> int:
@@ -506,7 +524,7 @@ class Gateway:
             measured=call.measured,
             session=call.session or self.passes.engine_sessions.get(call.grant.thread_id),
         )
-        await self.recorder.record_usage(call.grant.thread_id, usage)
+        await self.recorder.record_usage(call.grant.thread_id, usage, warned=call.warned)
         if call.first and call.sent is not None and call.meter is not None:
             baseline = call.meter.baseline(reply.prompt, call.sent)
             await self.recorder.record_baseline(call.grant.thread_id, baseline, asked)

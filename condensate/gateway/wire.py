@@ -609,3 +609,54 @@ def _fixed_item(item: Any, marks: tuple[str, ...]) -> bool:
     if role != "user" or not isinstance(content, list) or not content:
         return False
     return all(_opens_with(block, marks) for block in content)
+
+
+# -- request-scoped notices ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Notices:
+    """What one request carries beside what the CLI sent: a notice near the line, at the end
+    of its system prompt (Anthropic's ``system``, the Responses ``instructions``); an
+    agent-reset thread's staged warning, as user text at the end of its conversation."""
+
+    system: str | None = None
+    user: str | None = None
+
+
+def with_notices(
+    api: Api, body: Mapping[str, Any], notices: Notices
+) -> tuple[dict[str, Any], bool]:
+    """``body`` carrying ``notices``, and whether it carries any."""
+    out = dict(body)
+    if notices.system is not None:
+        key = "system" if api == "anthropic" else "instructions"
+        now = out.get(key)
+        if isinstance(now, list):
+            out[key] = [*now, {"type": "text", "text": notices.system}]
+        elif isinstance(now, str) and now:
+            out[key] = f"{now}\n\n{notices.system}"
+        else:
+            out[key] = notices.system
+    if notices.user is not None:
+        if api == "anthropic":
+            messages = list(out.get("messages") or [])
+            last = messages[-1] if messages and isinstance(messages[-1], Mapping) else None
+            block = {"type": "text", "text": notices.user}
+            if last is not None and last.get("role") == "user":
+                content = last.get("content")
+                blocks = (
+                    content if isinstance(content, list) else [{"type": "text", "text": content}]
+                )
+                messages[-1] = {**last, "content": [*blocks, block]}
+            else:
+                messages.append({"role": "user", "content": [block]})
+            out["messages"] = messages
+        elif isinstance(out.get("input"), list):
+            item = {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": notices.user}],
+            }
+            out["input"] = [*out["input"], item]
+    return out, notices.system is not None or notices.user is not None

@@ -28,8 +28,7 @@ SAVED = "NOTES-SAVED-42"
 ENGINES = ("claude", "codex")
 
 
-@pytest.fixture
-def daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProcess]:
+def start_daemon(tmp_path: Path, fake: FakeModelServer, **env: str) -> DaemonProcess:
     """A daemon that runs both CLIs against the fake."""
     windows = {f"anthropic:{claude.MODEL}": 200_000, f"openai:{codex.MODEL}": codex.WINDOW}
     process = DaemonProcess(
@@ -40,10 +39,17 @@ def daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProcess]:
             "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
             "CONDENSATE_CLAUDE_BINARY": str(CLAUDE),
             "CONDENSATE_CODEX_BINARY": str(CODEX),
+            **env,
         },
     )
     process.home.mkdir()
     process.start()
+    return process
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProcess]:
+    process = start_daemon(tmp_path, fake)
     yield process
     process.close()
 
@@ -272,3 +278,67 @@ async def test_a_large_output_is_paged_and_read_on(daemon, fake, workdir, engine
     shown = result_text(engine, generations(fake, engine)[-1], "call_page1")
     assert counted["output"][offset : offset + 500] in shown
     check_pairs(daemon, thread)
+
+
+def carried(engine: str, request: RecordedRequest, text: str) -> bool:
+    return text in json.dumps(conversation(engine, request))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_staged_warnings_ride_in_requests_and_rearm_after_a_reset(
+    daemon, fake, workdir, engine
+):
+    """An agent-reset thread over a level of its budget is warned in the next request (the
+    gateway adds the warning at its end), once a cycle: the warning is logged before that
+    request's count, the next request carries none, and after the reset the level is told
+    again."""
+    queue_reset(fake, engine)
+    # Claude Code's first request is estimated at 20k (its fixed part), counted at ~19.6k, and
+    # ~17.3k after the reset; Codex's at 10k, ~8.4k, and ~2.8k: each crosses a level first,
+    # no new one next, and one again after the reset.
+    budget = 22_500 if engine == "claude" else 3_300
+    async with aiohttp.ClientSession() as session:
+        thread = await start(session, daemon, workdir, engine, reset={"budget": budget})
+        events = await turn_ended(session, daemon, thread)
+
+    warned = [e for e in events if e["kind"] == "reset.warned"]
+    assert len(warned) == 2, warned
+    first, again = warned
+    assert first["budget"] == again["budget"] == budget
+    assert events[events.index(first) + 1]["kind"] == "model.usage"
+    assert (
+        events.index(first)
+        < next(i for i, e in enumerate(events) if e["kind"] == "reset.committed")
+        < events.index(again)
+    )
+    sent = generations(fake, engine)
+    told = [carried(engine, r, "[Condensate] Your context is at") for r in sent]
+    assert told == [True, False, True]
+    assert carried(engine, sent[0], first["text"])
+    assert carried(engine, sent[2], again["text"])
+    check_pairs(daemon, thread)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_near_the_line_the_system_prompt_carries_a_notice(tmp_path, fake, workdir, engine):
+    """A windowed thread that asks for them gets an URGENT notice in the system prompt of a
+    request near its line (Anthropic's system, the Responses instructions), and nowhere in
+    its conversation."""
+    process = start_daemon(
+        tmp_path,
+        fake,
+        CONDENSATE_WINDOW_CEILING_CLAUDE="35000",
+        CONDENSATE_WINDOW_CEILING_PI="28000",
+    )
+    fake.queue(Text("Nothing to count."), model=model_of(engine))
+    try:
+        async with aiohttp.ClientSession() as session:
+            thread = await start(session, process, workdir, engine, nearLimitWarnings=True)
+            await turn_ended(session, process, thread)
+    finally:
+        process.close()
+
+    (request,) = generations(fake, engine)
+    system = json.dumps(request.body.get("system" if engine == "claude" else "instructions"))
+    assert "[Condensate] URGENT: your context is at" in system
+    assert not carried(engine, request, "[Condensate] URGENT")

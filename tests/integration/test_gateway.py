@@ -23,7 +23,7 @@ from structlog.testing import capture_logs
 from condensate.engines import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
-from condensate.gateway.wire import ResetCut
+from condensate.gateway.wire import Notices, ResetCut
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Stall, Text
 
 CLAUDE = "claude-sonnet-4-5"
@@ -66,7 +66,9 @@ class Recorder:
         self.order.append("coming")
         self.announced_at.append(time.monotonic())
 
-    async def record_usage(self, thread_id: str, usage: ModelUsage) -> None:
+    async def record_usage(
+        self, thread_id: str, usage: ModelUsage, *, warned: bool = False
+    ) -> None:
         await anyio.sleep(self.delay)
         self.usages.append((thread_id, usage))
         self.order.append("usage")
@@ -150,6 +152,9 @@ class Cleared:
     def reset_cut(self, thread_id: str) -> ResetCut | None:
         return None
 
+    def notices(self, thread_id: str, model: str, size: int) -> Notices:
+        return Notices()
+
 
 @dataclass
 class Gated:
@@ -189,6 +194,9 @@ class Gated:
 
     def reset_cut(self, thread_id: str) -> ResetCut | None:
         return None
+
+    def notices(self, thread_id: str, model: str, size: int) -> Notices:
+        return Notices()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from condensate.gateway.passes import Passes, PassRefused
 from condensate.gateway.wire import (
     HELD_MARK,
     Api,
+    Notices,
     ReplyUsage,
     RequestShape,
     ResetCut,
@@ -25,6 +26,7 @@ from condensate.gateway.wire import (
     held_stream,
     held_text,
     result_ids,
+    with_notices,
     with_receipts,
     with_reset,
 )
@@ -984,3 +986,36 @@ def test_a_reset_cuts_a_responses_request_at_the_calls_response():
         "content": [{"type": "input_text", "text": "NOTICE"}],
     }
     assert cut == {"model": "m", "input": [items[0], items[1], notice, *items[5:]]}
+
+
+# -- request-scoped notices ----------------------------------------------------------------------
+
+
+def test_a_near_line_notice_ends_the_system_prompt_of_either_api():
+    """Anthropic's system (a string or blocks) and the Responses instructions (absent, as
+    Codex sends none) end with the notice; the conversation is untouched."""
+    near = Notices(system="URGENT")
+    blocks, changed = with_notices("anthropic", {"system": [{"type": "text", "text": "S"}]}, near)
+    assert changed
+    assert blocks["system"] == [{"type": "text", "text": "S"}, {"type": "text", "text": "URGENT"}]
+    assert with_notices("anthropic", {"system": "S"}, near)[0]["system"] == "S\n\nURGENT"
+    body = {"input": [{"type": "message", "role": "user", "content": []}]}
+    out, _ = with_notices("openai", body, near)
+    assert out == {**body, "instructions": "URGENT"}
+
+
+def test_a_staged_warning_is_user_text_at_the_end_of_the_conversation():
+    """After a batch of results it joins the last user message (results first); after an
+    assistant message it is a user message of its own; on Responses an input item."""
+    warn = Notices(user="WARN")
+    results = {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}
+    (last,) = with_notices("anthropic", results, warn)[0]["messages"]
+    assert last["content"] == [{"type": "tool_result"}, {"type": "text", "text": "WARN"}]
+    replied = {"messages": [{"role": "assistant", "content": "hi"}]}
+    assert with_notices("anthropic", replied, warn)[0]["messages"][-1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "WARN"}],
+    }
+    (item,) = with_notices("openai", {"input": []}, warn)[0]["input"]
+    assert item["content"] == [{"type": "input_text", "text": "WARN"}]
+    assert with_notices("openai", {"input": []}, Notices()) == ({"input": []}, False)
