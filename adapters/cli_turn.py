@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from adapters._asks import AskTeller
+from condensate import emergency
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
@@ -218,8 +219,16 @@ async def _next(
 async def _overflowed(
     session: CliSession, ctx: TurnContext, message: str, turn: _Turn
 ) -> str | TurnOutcome:
-    """The provider refused the prompt as too long: one forced window, or the turn's end."""
+    """The provider refused the prompt as too long: one forced window, or the turn's end. An
+    agent-reset thread is never windowed: its emergency condenser summarizes the view, and the
+    next session starts from it (or the turn stops, its history kept)."""
     await ctx.append(ModelRefused(at=ctx.now(), message=message[:500]))
+    policy = ctx.spec.reset
+    if policy is not None:
+        stop = await emergency.condense(ctx, policy, ctx.usage().window, ctx.view.last_seq)
+        if stop is not None:
+            return turn.ended("failed", stop)
+        return await session.start_window(ctx, forced=True)
     if not session.windowing():
         return turn.ended("failed", session.unwindowed_overflow())
     if turn.refused:

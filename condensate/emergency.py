@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from condensate import reset
+from condensate.engine import TurnContext
 from condensate.errors import ProviderError
-from condensate.events import ResetPolicy
+from condensate.events import EmergencyReset, ModelUsage, ResetPolicy, SystemLine
 from condensate.projector import Entry, Projection
 from condensate.providers import ModelClient, parse_model
 from condensate.providers.types import Message, Request, Text, Usage
@@ -89,3 +91,47 @@ async def summarize(
         failures.append(f"try {attempt}: the summary came back empty")
         chars *= policy.emergency_scaling
     return failures
+
+
+async def condense(ctx: TurnContext, policy: ResetPolicy, window: int, boundary: int) -> str | None:
+    """The provider refused the prompt as too long: an agent-reset thread's emergency
+    condensation, logged (the summary's count as a side call, then the reset), or why there is
+    none, said in the log (the turn then stops, its history kept). ``boundary`` is the last seq
+    the refused request held: the input after it is kept as it is."""
+    view = ctx.view
+    why: str | None = None
+    if view.baseline_tokens >= window:
+        why = reset.fixed_too_large(view.baseline_tokens, window)
+    elif policy.emergency_model is None:
+        why = reset.NO_EMERGENCY
+    elif view.emergency_blocked:
+        why = reset.BLOCKED
+    else:
+        done = await summarize(view, boundary, ctx.client(policy.emergency_model), policy)
+        if not isinstance(done, Summary):
+            why = reset.exhausted(done)
+        else:
+            usage = done.usage
+            await ctx.append(
+                [
+                    ModelUsage(
+                        at=ctx.now(),
+                        input=usage.input,
+                        cache_read=usage.cache_read,
+                        cache_write=usage.cache_write,
+                        output=usage.output,
+                        model=done.model,
+                        side=True,
+                    ),
+                    EmergencyReset(
+                        at=ctx.now(),
+                        summary=done.text,
+                        boundary=boundary,
+                        model=policy.emergency_model,
+                        attempts=done.attempts,
+                    ),
+                ]
+            )
+            return None
+    await ctx.append(SystemLine(at=ctx.now(), code="emergency-unavailable", text=f"{why}."))
+    return why

@@ -31,11 +31,9 @@ from condensate.errors import ContextWindowExceeded, ProviderError, Refused
 from condensate.events import (
     AssistantMessage,
     CompactionRequested,
-    EmergencyReset,
     Event,
     ModelRefused,
     ModelUsage,
-    ResetPolicy,
     SystemLine,
     ThinkingBlock,
     ToolCall,
@@ -200,7 +198,9 @@ class NativeEngine:
                     ModelRefused(at=ctx.now(), message=str(exc), tokens=exc.tokens, limit=exc.limit)
                 )
                 if self.spec.reset is not None:
-                    stop = await _emergency(ctx, self.spec.reset, check.usage.window, sent_upto)
+                    stop = await emergency.condense(
+                        ctx, self.spec.reset, check.usage.window, sent_upto
+                    )
                     if stop is not None:
                         return TurnOutcome("failed", stop, last_text)
                     continue
@@ -386,41 +386,6 @@ class NativeEngine:
             return [
                 ToolResult(at=at, call_id=call.id, tool=call.name, output=str(exc), is_error=True)
             ]
-
-
-async def _emergency(
-    ctx: TurnContext, policy: ResetPolicy, window: int, boundary: int
-) -> str | None:
-    """The provider refused the prompt as too long: an agent-reset thread's emergency
-    condensation, or why there is none (the turn then stops, its history kept)."""
-    view = ctx.view
-    why: str | None = None
-    if view.baseline_tokens >= window:
-        why = reset.fixed_too_large(view.baseline_tokens, window)
-    elif policy.emergency_model is None:
-        why = reset.NO_EMERGENCY
-    elif view.emergency_blocked:
-        why = reset.BLOCKED
-    else:
-        done = await emergency.summarize(view, boundary, ctx.client(policy.emergency_model), policy)
-        if not isinstance(done, emergency.Summary):
-            why = reset.exhausted(done)
-        else:
-            await ctx.append(
-                [
-                    _counted(done.usage, ctx.now(), done.model, side=True),
-                    EmergencyReset(
-                        at=ctx.now(),
-                        summary=done.text,
-                        boundary=boundary,
-                        model=policy.emergency_model,
-                        attempts=done.attempts,
-                    ),
-                ]
-            )
-            return None
-    await ctx.append(SystemLine(at=ctx.now(), code="emergency-unavailable", text=f"{why}."))
-    return why
 
 
 def _counted(

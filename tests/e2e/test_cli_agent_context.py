@@ -15,11 +15,18 @@ import aiohttp
 import pytest
 
 from condensate import context_tools, reset
-from condensate.testing.fake_model import Call, FakeModelServer, RecordedRequest, Text, ToolCalls
+from condensate.testing.fake_model import (
+    Call,
+    FakeModelServer,
+    Overflow,
+    RecordedRequest,
+    Text,
+    ToolCalls,
+)
 from tests.e2e import test_claude_code as claude
 from tests.e2e import test_codex as codex
 from tests.e2e.conftest import CLAUDE, CODEX
-from tests.e2e.log import Events, check_pairs, turn_ended
+from tests.e2e.log import Events, check_pairs, kind, turn_ended, until
 from tests.integration.daemon import DaemonProcess, call
 
 NOTE = "NOTE-TO-SELF: my notes are in NOTES.md; next, count to 20."
@@ -342,3 +349,61 @@ async def test_near_the_line_the_system_prompt_carries_a_notice(tmp_path, fake, 
     system = json.dumps(request.body.get("system" if engine == "claude" else "instructions"))
     assert "[Condensate] URGENT: your context is at" in system
     assert not carried(engine, request, "[Condensate] URGENT")
+
+
+EMERGENCY_MODEL = "claude-haiku-4-5"
+SUMMARY = "EMERGENCY-SUMMARY: the notes are saved in NOTES.md; next, count to 20."
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_provider_overflow_is_condensed_by_the_emergency_model(
+    daemon, fake, workdir, engine
+):
+    """The provider refuses an agent-reset thread's prompt as too long: the emergency model
+    summarizes the view, and the next session starts with the exact emergency notice and the
+    summary; the turn goes on there. Nothing is windowed."""
+    fake.queue(
+        shell(engine, f"echo {SAVED}", text="Working."),
+        Overflow(),
+        Text("Carrying on from the summary."),
+        model=model_of(engine),
+    )
+    fake.queue(Text(SUMMARY), model=EMERGENCY_MODEL)
+    policy = {"emergencyModel": f"anthropic:{EMERGENCY_MODEL}"}
+    async with aiohttp.ClientSession() as session:
+        thread = await start(session, daemon, workdir, engine, reset=policy)
+        events = await turn_ended(session, daemon, thread)
+
+    kinds = [e["kind"] for e in events]
+    assert "window" not in kinds
+    assert kinds.index("model.refused") < kinds.index("reset.emergency")
+    condensed = next(e for e in events if e["kind"] == "reset.emergency")
+    assert condensed["summary"] == SUMMARY
+    sent = generations(fake, engine)
+    refused = next(i for i, r in enumerate(sent) if r.reply == "overflow")
+    opening = json.dumps(conversation(engine, sent[refused + 1]))
+    assert json.dumps(reset.EMERGENCY_NOTICE)[1:-1] in opening
+    assert SUMMARY in opening
+    final = [e for e in events if e["kind"] == "message.assistant"][-1]
+    assert final["text"] == "Carrying on from the summary."
+    check_pairs(daemon, thread)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_an_overflow_without_an_emergency_model_stops_the_turn(daemon, fake, workdir, engine):
+    """With no emergency model the refused turn fails with the sentence that says so; the
+    history is kept (no window, no reset) and no other session is started."""
+    fake.queue(shell(engine, f"echo {SAVED}", text="Working."), Overflow(), model=model_of(engine))
+    async with aiohttp.ClientSession() as session:
+        thread = await start(session, daemon, workdir, engine, reset={})
+        events = await until(session, daemon, thread, kind("turn.ended"))
+
+    done = next(e for e in events if e["kind"] == "turn.ended")
+    assert done["outcome"] == "failed"
+    assert done["reason"] == reset.NO_EMERGENCY
+    kinds = [e["kind"] for e in events]
+    assert "window" not in kinds
+    assert not [k for k in kinds if k.startswith("reset.")]
+    line = next(e for e in events if e["kind"] == "system.line")
+    assert line["code"] == "emergency-unavailable"
+    check_pairs(daemon, thread)
