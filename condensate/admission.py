@@ -24,7 +24,7 @@ import structlog
 from condensate import near_limits, reset, window_step
 from condensate.context_tools import CONDENSE
 from condensate.events import ResetCommitted, SystemLine, ToolResult
-from condensate.gateway.wire import Notices, ResetCut
+from condensate.gateway.wire import NewestResult, Notices, ResetCut
 from condensate.meter import ContextUsage
 from condensate.receipts import bare_tool
 from condensate.staged_warnings import due_warning
@@ -106,9 +106,19 @@ def reset_cut(thread: Thread) -> ResetCut | None:
     return ResetCut(first.call_id, reset.NOTICE, thread.profile.info.own_context)
 
 
-async def caught_up(thread: Thread, ids: Sequence[str]) -> None:
-    """Wait (a little) until the log holds the request's newest tool result."""
-    await _caught_up(thread, ids)
+async def caught_up(thread: Thread, newest: NewestResult | None) -> None:
+    """Wait (a little) until the log holds the request's newest tool result, when the view
+    may show it otherwise: an agent's ``condense`` result (the reset it settles cuts this very
+    request), or an output large enough to be paged. Any other request goes on at once (a
+    subagent's results, which the log never holds, would only wait)."""
+    if newest is None:
+        return
+    spec = thread.spec
+    settles = spec.reset is not None and bare_tool(newest.tool) == CONDENSE
+    # A token is at least a character: an output of fewer characters than the cap fits it.
+    pages = spec.output_cap is not None and newest.chars > spec.output_cap
+    if settles or pages:
+        await _caught_up(thread, [newest.call_id])
 
 
 def gate(runtime: Services, thread: Thread) -> int | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from condensate import reset
 from condensate.engine import TurnContext
 from condensate.errors import ProviderError
-from condensate.events import EmergencyReset, ModelUsage, ResetPolicy, SystemLine
+from condensate.events import EmergencyReset, ResetPolicy, SystemLine
 from condensate.projector import Entry, Projection
 from condensate.providers import ModelClient, parse_model
 from condensate.providers.types import Message, Request, Text, Usage
@@ -111,18 +111,9 @@ async def condense(ctx: TurnContext, policy: ResetPolicy, window: int, boundary:
         if not isinstance(done, Summary):
             why = reset.exhausted(done)
         else:
-            usage = done.usage
             await ctx.append(
                 [
-                    ModelUsage(
-                        at=ctx.now(),
-                        input=usage.input,
-                        cache_read=usage.cache_read,
-                        cache_write=usage.cache_write,
-                        output=usage.output,
-                        model=done.model,
-                        side=True,
-                    ),
+                    done.usage.logged(ctx.now(), done.model, side=True),
                     EmergencyReset(
                         at=ctx.now(),
                         summary=done.text,

@@ -54,7 +54,7 @@ from condensate.events import (
     Window,
     now_utc,
 )
-from condensate.gateway.wire import Notices, ResetCut
+from condensate.gateway.wire import NewestResult, Notices, ResetCut
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Ask, Cut
 from condensate.projector import Projection
@@ -266,10 +266,10 @@ class Runtime:
         thread = self.threads.get(thread_id)
         return None if thread is None else admission.reset_cut(thread)
 
-    async def caught_up(self, thread_id: str, ids: Sequence[str]) -> None:
+    async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
         thread = self.threads.get(thread_id)
         if thread is not None:
-            await admission.caught_up(thread, ids)
+            await admission.caught_up(thread, newest)
 
     def notices(self, thread_id: str, model: str, size: int) -> Notices:
         """What the thread's request on ``model`` of ``size`` tokens carries; a side call

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,6 @@ from condensate.events import (
     CompactionRequested,
     Event,
     ModelRefused,
-    ModelUsage,
     SystemLine,
     ThinkingBlock,
     ToolCall,
@@ -45,7 +43,7 @@ from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.prompt import to_messages, with_notice
 from condensate.providers import parse_model
-from condensate.providers.types import Request, ToolSpec, Usage
+from condensate.providers.types import Request, ToolSpec
 from condensate.staged_warnings import due_warning
 from condensate.tokens import counter_for
 
@@ -225,7 +223,7 @@ class NativeEngine:
                     # The warning the request carried, where the model read it (before the
                     # count that measured it): the next request's history is what this sent.
                     *([] if warning is None else [warning]),
-                    _counted(reply.usage, ctx.now(), reply.model, message_id=reply.message_id),
+                    reply.usage.logged(ctx.now(), reply.model, message_id=reply.message_id),
                     AssistantMessage(
                         at=ctx.now(),
                         text=reply.text,
@@ -386,22 +384,6 @@ class NativeEngine:
             return [
                 ToolResult(at=at, call_id=call.id, tool=call.name, output=str(exc), is_error=True)
             ]
-
-
-def _counted(
-    usage: Usage, at: datetime, model: str, *, message_id: str | None = None, side: bool = False
-) -> ModelUsage:
-    """A call's count as the log keeps it."""
-    return ModelUsage(
-        at=at,
-        input=usage.input,
-        cache_read=usage.cache_read,
-        cache_write=usage.cache_write,
-        output=usage.output,
-        model=model,
-        message_id=message_id,
-        side=side,
-    )
 
 
 def _result(call: ToolCall, outcome: ToolOutcome, at: Any) -> ToolResult:

@@ -34,6 +34,7 @@ from condensate.gateway.wire import (
     MEASURED_PATHS,
     USAGE_EVENTS,
     Api,
+    NewestResult,
     Notices,
     ReplyUsage,
     RequestShape,
@@ -46,6 +47,7 @@ from condensate.gateway.wire import (
     held_reply,
     held_stream,
     held_text,
+    newest_result,
     result_ids,
     with_notices,
     with_receipts,
@@ -162,9 +164,9 @@ class GatewayAdmitter(Protocol):
         thread, or one that pages outputs): each waits for ``caught_up`` first."""
         ...
 
-    async def caught_up(self, thread_id: str, ids: Sequence[str]) -> None:
-        """Return once the log holds the newest of the request's results (or a little
-        later)."""
+    async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
+        """Return once the log holds the request's newest result, when the view may rewrite
+        it (a ``condense`` result, an output that may be paged), or a little later."""
         ...
 
     def reset_cut(self, thread_id: str) -> ResetCut | None:
@@ -307,7 +309,7 @@ class Gateway:
             if admitter is not None and admitter.rewrites(thread):
                 document = _json_object(body)
                 if document is not None:
-                    await admitter.caught_up(thread, result_ids(api, document))
+                    await admitter.caught_up(thread, newest_result(api, document))
             # Asked once: the bound and the measurement both decide against them.
             shown = admitter.receipts(thread) if admitter is not None else {}
             gate = admitter.gate(thread) if admitter is not None else None

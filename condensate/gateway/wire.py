@@ -443,6 +443,45 @@ def result_ids(api: Api, body: Mapping[str, Any]) -> list[str]:
     return [i for i in ids if i]
 
 
+@dataclass(frozen=True)
+class NewestResult:
+    """The last tool result a request carries: its call, that call's tool, and its size."""
+
+    call_id: str
+    tool: str
+    chars: int
+
+
+def newest_result(api: Api, body: Mapping[str, Any]) -> NewestResult | None:
+    """The request's last tool result (None: it carries none)."""
+    tools: dict[str, str] = {}
+    newest: tuple[str, Any] | None = None
+    if api == "anthropic":
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, Mapping) else None
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, Mapping):
+                    continue
+                if block.get("type") == "tool_use":
+                    tools[str(block.get("id"))] = str(block.get("name") or "")
+                elif block.get("type") == "tool_result":
+                    newest = str(block.get("tool_use_id") or ""), block.get("content")
+    else:
+        items = body.get("input")
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, Mapping):
+                continue
+            kind = str(item.get("type", ""))
+            if kind.endswith("_call"):
+                tools[str(item.get("call_id"))] = str(item.get("name") or "")
+            elif kind.endswith("_output"):
+                newest = str(item.get("call_id") or ""), item.get("output")
+    if newest is None or not newest[0]:
+        return None
+    call_id, output = newest
+    return NewestResult(call_id, tools.get(call_id, ""), len(text_of(output)))
+
+
 def with_receipts(
     api: Api, body: Mapping[str, Any], receipts: Mapping[str, str]
 ) -> tuple[dict[str, Any], int]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
-from condensate.events import ThinkingBlock, ToolCall
+from condensate.events import ModelUsage, ThinkingBlock, ToolCall
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,21 @@ class Usage:
     @property
     def prompt(self) -> int:
         return self.input + self.cache_read + self.cache_write
+
+    def logged(
+        self, at: datetime, model: str, *, message_id: str | None = None, side: bool = False
+    ) -> ModelUsage:
+        """The call's count as the log keeps it."""
+        return ModelUsage(
+            at=at,
+            input=self.input,
+            cache_read=self.cache_read,
+            cache_write=self.cache_write,
+            output=self.output,
+            model=model,
+            message_id=message_id,
+            side=side,
+        )
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from condensate.events import (
     AssistantMessage,
     Event,
     ModelRefused,
-    ModelUsage,
     Stored,
     ThreadCreated,
     Window,
@@ -196,16 +195,7 @@ class Run:
             usage = completion.usage
             self.main.add(usage, output=self.counts.get(id(reply)))
             self.calls.append(CallRecord(usage.prompt, self.policy.limit(self), False, problems))
-            self.append(
-                ModelUsage(
-                    at=self.now,
-                    input=usage.input,
-                    cache_read=usage.cache_read,
-                    cache_write=usage.cache_write,
-                    output=usage.output,
-                    model=self.model,
-                )
-            )
+            self.append(usage.logged(self.now, self.model))
             break
         self.append(reply)
         self.cumulative.append(self.main.weighted + self.summaries.weighted)

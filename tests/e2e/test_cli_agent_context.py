@@ -25,7 +25,7 @@ from condensate.testing.fake_model import (
 )
 from tests.e2e import test_claude_code as claude
 from tests.e2e import test_codex as codex
-from tests.e2e.conftest import CLAUDE, CODEX
+from tests.e2e.conftest import CLAUDE
 from tests.e2e.log import Events, check_pairs, kind, turn_ended, until
 from tests.integration.daemon import DaemonProcess, call
 
@@ -36,22 +36,15 @@ ENGINES = ("claude", "codex")
 
 
 def start_daemon(tmp_path: Path, fake: FakeModelServer, **env: str) -> DaemonProcess:
-    """A daemon that runs both CLIs against the fake."""
+    """Codex's end-to-end daemon, running Claude Code too."""
     windows = {f"anthropic:{claude.MODEL}": 200_000, f"openai:{codex.MODEL}": codex.WINDOW}
-    process = DaemonProcess(
-        tmp_path / "home",
-        fake.url,
-        extra_env={
-            "CONDENSATE_MODEL_WINDOWS": json.dumps(windows),
-            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
-            "CONDENSATE_CLAUDE_BINARY": str(CLAUDE),
-            "CONDENSATE_CODEX_BINARY": str(CODEX),
-            **env,
-        },
+    return codex.start_daemon(
+        tmp_path,
+        fake,
+        CONDENSATE_MODEL_WINDOWS=json.dumps(windows),
+        CONDENSATE_CLAUDE_BINARY=str(CLAUDE),
+        **env,
     )
-    process.home.mkdir()
-    process.start()
-    return process
 
 
 @pytest.fixture

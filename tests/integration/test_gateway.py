@@ -23,7 +23,7 @@ from structlog.testing import capture_logs
 from condensate.engines import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
-from condensate.gateway.wire import Notices, ResetCut
+from condensate.gateway.wire import NewestResult, Notices, ResetCut
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Stall, Text
 
 CLAUDE = "claude-sonnet-4-5"
@@ -120,8 +120,28 @@ def upstream_for(fake: FakeModelServer, **fields: Any) -> Upstream:
     return replace(Upstream(fake.url, REAL_KEY, f"{fake.url}/v1", REAL_KEY), **fields)
 
 
+class NoRewrites:
+    """The part of a ``GatewayAdmitter`` these tests leave alone: no thread resets, pages or
+    is told anything, and sessions start unremarked."""
+
+    def session_started(self, thread_id: str) -> None:
+        return None
+
+    def rewrites(self, thread_id: str) -> bool:
+        return False
+
+    async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
+        return None
+
+    def reset_cut(self, thread_id: str) -> ResetCut | None:
+        return None
+
+    def notices(self, thread_id: str, model: str, size: int) -> Notices:
+        return Notices()
+
+
 @dataclass
-class Cleared:
+class Cleared(NoRewrites):
     """A ``GatewayAdmitter`` whose view has cleared the results in ``cleared`` (call id ->
     receipt), and that never holds a request."""
 
@@ -140,24 +160,9 @@ class Cleared:
     def baseline(self, thread_id: str) -> int | None:
         return None
 
-    def session_started(self, thread_id: str) -> None:
-        return None
-
-    def rewrites(self, thread_id: str) -> bool:
-        return False
-
-    async def caught_up(self, thread_id: str, ids: Sequence[str]) -> None:
-        return None
-
-    def reset_cut(self, thread_id: str) -> ResetCut | None:
-        return None
-
-    def notices(self, thread_id: str, model: str, size: int) -> Notices:
-        return Notices()
-
 
 @dataclass
-class Gated:
+class Gated(NoRewrites):
     """A ``GatewayAdmitter`` with a fixed gate that forwards every request it is asked about,
     noting each size it was asked with."""
 
@@ -182,21 +187,6 @@ class Gated:
         if self.fake is not None:
             self.measured_at.append(len(self.fake.requests))
         return None
-
-    def session_started(self, thread_id: str) -> None:
-        return None
-
-    def rewrites(self, thread_id: str) -> bool:
-        return False
-
-    async def caught_up(self, thread_id: str, ids: Sequence[str]) -> None:
-        return None
-
-    def reset_cut(self, thread_id: str) -> ResetCut | None:
-        return None
-
-    def notices(self, thread_id: str, model: str, size: int) -> Notices:
-        return Notices()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from condensate.gateway.passes import Passes, PassRefused
 from condensate.gateway.wire import (
     HELD_MARK,
     Api,
+    NewestResult,
     Notices,
     ReplyUsage,
     RequestShape,
@@ -25,6 +26,7 @@ from condensate.gateway.wire import (
     held_reply,
     held_stream,
     held_text,
+    newest_result,
     result_ids,
     with_notices,
     with_receipts,
@@ -1019,3 +1021,27 @@ def test_a_staged_warning_is_user_text_at_the_end_of_the_conversation():
     (item,) = with_notices("openai", {"input": []}, warn)[0]["input"]
     assert item["content"] == [{"type": "input_text", "text": "WARN"}]
     assert with_notices("openai", {"input": []}, Notices()) == ({"input": []}, False)
+
+
+def test_the_newest_result_names_its_calls_tool_and_size():
+    """The last result of either API, with the tool its call named and its text's length;
+    none for a request without results."""
+    anthropic = {
+        "messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "Read"}]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x" * 9}],
+            },
+        ]
+    }
+    assert newest_result("anthropic", anthropic) == NewestResult("a", "Read", 9)
+    responses = {
+        "input": [
+            {"type": "function_call", "call_id": "c", "name": "condense"},
+            {"type": "function_call_output", "call_id": "c", "output": "done"},
+        ]
+    }
+    assert newest_result("openai", responses) == NewestResult("c", "condense", 4)
+    assert newest_result("openai", {"input": "text"}) is None
+    assert newest_result("anthropic", {"messages": [user("hi")]}) is None
