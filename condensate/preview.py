@@ -50,7 +50,7 @@ def preview(view: Projection, usage: ContextUsage, settings: PlannerSettings) ->
         position = view.position(seq)
         entry = view.entries[position] if position is not None else None
         if entry is not None and entry.event is not None:
-            receipts.append(receipt(entry.event, seq, entry.full_tokens))  # type: ignore[arg-type]
+            receipts.append(receipt(entry.event, seq, entry.full_tokens, category=entry.category))  # type: ignore[arg-type]
     chosen = summary_plan(view, usage, settings)
     removed: dict[str, int] = {}
     keep_from = None

@@ -285,7 +285,9 @@ class Projection:
 
     def _result(self, seq: int, event: ToolResult, tokens: int) -> None:
         batch = self._calls.pop(event.call_id, seq)
-        category = event.category or receipts.categorize(event.tool)
+        category = event.category or receipts.categorize(
+            event.tool, self._command_of(batch, event.call_id) or event.argument
+        )
         entry = Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
         cap = self.output_cap
         if cap is not None and tokens > cap:
@@ -336,6 +338,18 @@ class Projection:
         if bill is None:
             bill = self.billed[key] = Bill()
         bill.add(usage)
+
+    def _command_of(self, batch: int, call_id: str) -> str:
+        """The whole command a shell call ran (a result's argument is cut to one line)."""
+        position = self._index.get(batch)
+        event = self.entries[position].event if position is not None else None
+        if not isinstance(event, AssistantMessage):
+            return ""
+        for call in event.tool_calls:
+            if call.id == call_id:
+                command = call.arguments.get("command") or call.arguments.get("cmd")
+                return command if isinstance(command, str) else ""
+        return ""
 
     def _batch_of(self, call_id: str | None, default: int) -> int:
         """The seq of the assistant message that made ``call_id`` (a recent call: searched
@@ -394,7 +408,9 @@ class Projection:
         if entry.role != "tool" or entry.receipt is not None or entry.event is None:
             return
         assert isinstance(entry.event, ToolResult)
-        receipt = receipts.receipt(entry.event, entry.seq, entry.full_tokens, recall=self.recall)
+        receipt = receipts.receipt(
+            entry.event, entry.seq, entry.full_tokens, recall=self.recall, category=entry.category
+        )
         entry.receipt = receipt
         entry.event = None
         self.view_tokens -= entry.tokens

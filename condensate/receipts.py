@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from condensate.events import ToolCategory, ToolResult
+from condensate.shell_reads import reads_only
 
 Category = ToolCategory
 
@@ -58,12 +59,18 @@ _CONTROL = {
 }
 
 
-def categorize(tool: str) -> Category:
-    """A tool's category from its name; unknown tools are actions (only collapse clears them)."""
+SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "local_shell", "run_shell_command"})
+"""Tools that run a command: their category is the command's (``shell_reads``)."""
+
+
+def categorize(tool: str, argument: str = "") -> Category:
+    """A tool's category from its name, and for a shell tool from its command (its argument):
+    one that only reads is re-readable. Unknown tools are actions (only collapse clears
+    them)."""
     name = bare_tool(tool)
     if name in _CONTROL or any(word in name for word in ("recall", "retain", "approv")):
         return "control"
-    if name in _REREAD:
+    if name in _REREAD or (name in SHELL_TOOLS and reads_only(argument)):
         return "reread"
     return "action"
 
@@ -119,11 +126,19 @@ def files_named(tool: str, argument: str) -> list[str]:
     return [argument]
 
 
-def receipt(result: ToolResult, seq: int, tokens: int, *, recall: bool = False) -> str:
+def receipt(
+    result: ToolResult,
+    seq: int,
+    tokens: int,
+    *,
+    recall: bool = False,
+    category: Category | None = None,
+) -> str:
     """The one line that stands in for a cleared result: tool, argument, size, seq, and how
-    to get it back (with ``recall``: the tool that returns the original)."""
+    to get it back (with ``recall``: the tool that returns the original). ``category`` is the
+    view's (a shell call's comes from its whole command)."""
     what = f"{result.tool}({result.argument})" if result.argument else result.tool
-    category = result.category or categorize(result.tool)
+    category = category or result.category or categorize(result.tool, result.argument)
     if category == "reread":
         back = "run it again if you need it"
     else:

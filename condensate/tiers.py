@@ -75,7 +75,9 @@ def cheap_clearing(
             continue
         assert isinstance(entry.event, ToolResult)
         cleared.append(entry.seq)
-        freed += entry.tokens - estimate(receipt(entry.event, entry.seq, entry.full_tokens))
+        freed += entry.tokens - estimate(
+            receipt(entry.event, entry.seq, entry.full_tokens, category=entry.category)
+        )
     return Clearing(tuple(cleared), freed)
 
 
@@ -96,7 +98,9 @@ def largest_clearing(view: Projection, need: int) -> Clearing:
         if freed >= need:
             break
         assert isinstance(entry.event, ToolResult)
-        gain = entry.tokens - estimate(receipt(entry.event, entry.seq, entry.full_tokens))
+        gain = entry.tokens - estimate(
+            receipt(entry.event, entry.seq, entry.full_tokens, category=entry.category)
+        )
         if gain <= 0:
             continue
         cleared.append(entry.seq)
