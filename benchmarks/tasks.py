@@ -36,6 +36,10 @@ MODEL = "anthropic:claude-sonnet-4-5"
 BASELINE = 12_000
 """System prompt, tool schemas and skills of a native thread (as in planner_scale)."""
 FULL_CALLS = 330
+REREAD_AFTER = 40
+"""In the rereads variant, a read may go back to a file last read this many calls ago..."""
+REREAD_SHARE = 0.4
+"""... this often."""
 CHARS_PER_TOKEN = 3.6
 START = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 
@@ -153,6 +157,10 @@ class TaskBuilder:
     events: list[Event] = field(default_factory=list)
     calls: int = 0
     files: dict[str, str] = field(default_factory=dict)
+    rereads: random.Random | None = None
+    """Set for the variant in which the agent reads again files it read long ago (whose
+    results a window has likely cleared by then)."""
+    read_at: dict[str, int] = field(default_factory=dict)
 
     def tick(self, low: float = 5, high: float = 40) -> datetime:
         self.clock += timedelta(seconds=self.rng.uniform(low, high))
@@ -207,6 +215,11 @@ class TaskBuilder:
 
     def read(self) -> None:
         path = self.pick_file()
+        if self.rereads is not None:
+            old = sorted(p for p, at in self.read_at.items() if self.calls - at >= REREAD_AFTER)
+            if old and self.rereads.random() < REREAD_SHARE:
+                path = self.rereads.choice(old)
+            self.read_at[path] = self.calls
         call_id = self.call("read", {"path": path}, f"Reading {path}.")
         self.result(call_id, "read", path, self.file(path))
 
@@ -300,10 +313,11 @@ class TaskBuilder:
         self.events.append(TurnEnded(at=self.tick(1, 2), outcome="completed"))
 
 
-def long_task(calls: int = FULL_CALLS, seed: int = SEED) -> Recording:
-    """The scripted task with about ``calls`` model calls (at least 300 for the full size)."""
+def long_task(calls: int = FULL_CALLS, seed: int = SEED, *, rereads: bool = False) -> Recording:
+    """The scripted task with about ``calls`` model calls (at least 300 for the full size);
+    with ``rereads``, the variant in which the agent reads again what it read long ago."""
     rng = random.Random(seed)
-    builder = TaskBuilder(rng)
+    builder = TaskBuilder(rng, rereads=random.Random(seed + 1) if rereads else None)
     steers = [BRIEF, *STEERS]
     turns = len(steers)
     base, extra = divmod(calls, turns)
@@ -312,7 +326,7 @@ def long_task(calls: int = FULL_CALLS, seed: int = SEED) -> Recording:
         builder.turn(steer, max(base + (index < extra), 3), mids.get(index))
     return Recording(
         "generated",
-        f"long_task(calls={calls}, seed={seed})",
+        f"long_task(calls={calls}, seed={seed}{', rereads' if rereads else ''})",
         "api",
         MODEL,
         BASELINE,

@@ -162,7 +162,7 @@ def plan(
     if view.refusal is not None:
         return _forced(view, usage, settings)
     if usage.used <= usage.line:
-        return Proceed(usage)
+        return _early(view, usage, settings) or Proceed(usage)
     over_limit = usage.used > usage.limit
     if usage.helpless:
         # Report rather than cut; a refusal from the provider still forces a window.
@@ -195,6 +195,22 @@ def plan(
     return decision
 
 
+def _early(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Cut | None:
+    """Under the line, a cheap window that pays for itself: above the target, when clearing
+    frees at least ``early_share`` of the line, every later call reads that much less from
+    the cache than the one rewrite of the tail costs."""
+    tier_settings = settings.tiers
+    if tier_settings.early_share is None or view.head or view.protect_from is not None:
+        return None
+    if usage.used <= int(usage.line * tier_settings.target_share):
+        return None
+    tier = tier_settings.early_tier
+    clearing = tiers.cheap_clearing(view, tier, tier_settings, None)
+    if clearing.freed < tier_settings.early_share * usage.line:
+        return None
+    return Cut(usage, tier, f"{tier}: pays for itself", clearing.freed, clearing.cleared)
+
+
 def _ladder(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Decision:
     protect = view.protect_from
     ran = set(view.tiers_since_summary)
@@ -204,12 +220,17 @@ def _ladder(view: Projection, usage: ContextUsage, settings: PlannerSettings) ->
     if "collapse" not in ran:
         cheap.append("collapse")
     over = usage.used - usage.line
+    target = int(usage.line * settings.tiers.target_share)
     best: Cut | None = None
+    under: Cut | None = None
+    """The cheapest tier that gets under the line, short of the target."""
     for tier in cheap:
         clearing = tiers.cheap_clearing(view, tier, settings.tiers, protect)
         worth = clearing.freed >= CHEAP_SHARE * usage.used
-        if worth and clearing.freed >= over:
+        if worth and usage.used - clearing.freed <= target:
             return Cut(usage, tier, f"{tier}: over the line", clearing.freed, clearing.cleared)
+        if worth and clearing.freed >= over and under is None:
+            under = Cut(usage, tier, f"{tier}: over the line", clearing.freed, clearing.cleared)
         if worth and best is None:
             best = Cut(
                 usage,
@@ -219,6 +240,8 @@ def _ladder(view: Projection, usage: ContextUsage, settings: PlannerSettings) ->
                 clearing.cleared,
                 held_back=True,
             )
+    if under is not None and protect is None:
+        return under
     summary = _summary(view, usage, settings, protect, forced=False)
     if isinstance(summary, Cut) and (protect is None or summary.freed >= over):
         return summary
@@ -246,6 +269,10 @@ def _summary(
     fixed = usage.measured - view.view_tokens
     room = usage.line - fixed - budget
     tail_budget = min(int(usage.line * settings.tiers.tail_share(settings.restarts)), room)
+    to_target = int(usage.line * settings.tiers.target_share) - fixed - budget
+    if to_target >= 0:
+        # Down to the target, when the fixed part leaves any room under it.
+        tail_budget = min(tail_budget, to_target)
     cut = tiers.summary_cut(view, max(tail_budget, 0), protect)
     if cut is None:
         return Stop(usage, "nothing before the kept range can be summarized")

@@ -36,6 +36,7 @@ from condensate.events import (
     Stored,
     SystemLine,
     ThreadCreated,
+    ToolCall,
     ToolResult,
     TurnEnded,
     TurnStarted,
@@ -74,6 +75,9 @@ class Entry:
     """For a tool result, the call it answers (kept when the result is cleared)."""
     paged: int | None = None
     """For a tool result over the thread's output cap, the characters the view shows."""
+    read_key: str | None = None
+    """For a re-readable result, what it read (its tool and its call's arguments): a later
+    result of the same key supersedes it."""
 
     def shown_output(self) -> str:
         """A tool result's output as the view shows it: its first page when it is paged."""
@@ -285,10 +289,14 @@ class Projection:
 
     def _result(self, seq: int, event: ToolResult, tokens: int) -> None:
         batch = self._calls.pop(event.call_id, seq)
+        call = self._call_of(batch, event.call_id)
+        command = call.arguments.get("command") or call.arguments.get("cmd") if call else None
         category = event.category or receipts.categorize(
-            event.tool, self._command_of(batch, event.call_id) or event.argument
+            event.tool, command if isinstance(command, str) else event.argument
         )
         entry = Entry(seq, "tool", tokens, tokens, event, batch, None, category, event.call_id)
+        if category == "reread" and not event.is_error:
+            entry.read_key = receipts.read_key(event, None if call is None else call.arguments)
         cap = self.output_cap
         if cap is not None and tokens > cap:
             entry.paged = paging.shown_chars(event.output, tokens, cap)
@@ -339,17 +347,13 @@ class Projection:
             bill = self.billed[key] = Bill()
         bill.add(usage)
 
-    def _command_of(self, batch: int, call_id: str) -> str:
-        """The whole command a shell call ran (a result's argument is cut to one line)."""
+    def _call_of(self, batch: int, call_id: str) -> ToolCall | None:
+        """The call a result answers, from the assistant message that made it."""
         position = self._index.get(batch)
         event = self.entries[position].event if position is not None else None
         if not isinstance(event, AssistantMessage):
-            return ""
-        for call in event.tool_calls:
-            if call.id == call_id:
-                command = call.arguments.get("command") or call.arguments.get("cmd")
-                return command if isinstance(command, str) else ""
-        return ""
+            return None
+        return next((c for c in event.tool_calls if c.id == call_id), None)
 
     def _batch_of(self, call_id: str | None, default: int) -> int:
         """The seq of the assistant message that made ``call_id`` (a recent call: searched
@@ -373,8 +377,9 @@ class Projection:
     def _window(self, seq: int, window: Window, tokens: int) -> None:
         self.layout += 1
         before = self.view_tokens
+        going = set(window.cleared)
         for cleared in window.cleared:
-            self._clear(cleared)
+            self._clear(cleared, going)
         if window.window_kind in ("summary", "drop"):
             self._replace_prefix(seq, window, tokens)
         if window.request is not None and self.requested and self.requested.seq == window.request:
@@ -400,7 +405,8 @@ class Projection:
         )
         del self.windows[:-10]
 
-    def _clear(self, seq: int) -> None:
+    def _clear(self, seq: int, going: set[int]) -> None:
+        """Clear the result at ``seq``; ``going`` is everything the window clears."""
         position = self._index.get(seq)
         if position is None:
             return
@@ -408,14 +414,33 @@ class Projection:
         if entry.role != "tool" or entry.receipt is not None or entry.event is None:
             return
         assert isinstance(entry.event, ToolResult)
+        newer = self._newer_read(entry, going)
         receipt = receipts.receipt(
-            entry.event, entry.seq, entry.full_tokens, recall=self.recall, category=entry.category
+            entry.event,
+            entry.seq,
+            entry.full_tokens,
+            recall=self.recall,
+            category=entry.category,
+            superseded_by=newer,
         )
         entry.receipt = receipt
         entry.event = None
         self.view_tokens -= entry.tokens
         entry.tokens = estimate(receipt)
         self.view_tokens += entry.tokens
+
+    def _newer_read(self, entry: Entry, going: set[int]) -> int | None:
+        """The seq of the latest result that read what ``entry`` read and stays shown whole
+        (not cleared, nor cleared by the same window)."""
+        if entry.read_key is None:
+            return None
+        for later in reversed(self.entries):
+            if later.seq <= entry.seq:
+                return None
+            shown = later.receipt is None and later.seq not in going
+            if shown and later.read_key == entry.read_key:
+                return later.seq
+        return None
 
     def _replace_prefix(self, seq: int, window: Window, tokens: int) -> None:
         """Everything before ``keep_from`` goes, but the brief and pins; the summary (or the

@@ -7,6 +7,7 @@ retention reads receipts back with ``named_by``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -126,6 +127,14 @@ def files_named(tool: str, argument: str) -> list[str]:
     return [argument]
 
 
+def read_key(result: ToolResult, arguments: Mapping[str, Any] | None) -> str:
+    """What a re-readable result read: its tool and its call's whole arguments (else the
+    argument logged with it). Two results of one key hold the same read, the later one the
+    current one (a file read again after an edit, a search run again)."""
+    what = result.argument if arguments is None else json.dumps(arguments, sort_keys=True)
+    return f"{bare_tool(result.tool)}:{what}"
+
+
 def receipt(
     result: ToolResult,
     seq: int,
@@ -133,12 +142,19 @@ def receipt(
     *,
     recall: bool = False,
     category: Category | None = None,
+    superseded_by: int | None = None,
 ) -> str:
     """The one line that stands in for a cleared result: tool, argument, size, seq, and how
     to get it back (with ``recall``: the tool that returns the original). ``category`` is the
-    view's (a shell call's comes from its whole command)."""
+    view's (a shell call's comes from its whole command); ``superseded_by`` the seq of a later
+    result of the same read, which the view still shows."""
     what = f"{result.tool}({result.argument})" if result.argument else result.tool
     category = category or result.category or categorize(result.tool, result.argument)
+    if superseded_by is not None:
+        return (
+            f"[receipt seq {seq}: {what}, {tokens} tokens cleared; superseded by the same "
+            f"read at seq {superseded_by}, shown below]"
+        )
     if category == "reread":
         back = "run it again if you need it"
     else:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -19,6 +20,8 @@ from condensate.planner import PlannerSettings
 from condensate.prices import Price
 from condensate.providers import Endpoint, ProviderSettings
 from condensate.providers._http import RetryPolicy, Timeouts
+from condensate.receipts import bare_tool
+from condensate.tiers import TierSettings
 
 
 def default_home() -> Path:
@@ -52,6 +55,14 @@ class Settings(BaseSettings):
     output_reserve: int = Field(default=8_192, ge=0)
     tool_room: int = Field(default=8_192, ge=0)
     window_deadline_ms: int | None = Field(default=None, gt=0)
+    window_target: float = Field(default=TierSettings().target_share, gt=0, le=1)
+    """The share of the line a window cuts down to."""
+    window_early: float = Field(default=TierSettings().early_share or 0.0, ge=0, le=1)
+    """A cheap window runs before the line once it frees this share of it (0: never)."""
+    window_keep_pairs: int = Field(default=TierSettings().keep_pairs, ge=0, le=1000)
+    """Recent tool results cheap tiers keep verbatim (the latest batch's always)."""
+    window_exclude_tools: list[str] = Field(default_factory=list)
+    """Tools whose results cheap tiers never clear, as JSON: ``["Edit", "apply_patch"]``."""
 
     anthropic_base_url: str = "https://api.anthropic.com"
     anthropic_api_key: str = Field(
@@ -110,8 +121,16 @@ class Settings(BaseSettings):
 
     def planner(self) -> PlannerSettings:
         override = self.window_deadline_ms
+        tiers = replace(
+            TierSettings(),
+            target_share=self.window_target,
+            early_share=self.window_early or None,
+            keep_pairs=self.window_keep_pairs,
+            exclude_tools=frozenset(bare_tool(t) for t in self.window_exclude_tools),
+        )
         return PlannerSettings(
-            deadline_override=None if override is None else timedelta(milliseconds=override)
+            tiers=tiers,
+            deadline_override=None if override is None else timedelta(milliseconds=override),
         )
 
     def providers(self) -> ProviderSettings:

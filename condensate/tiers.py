@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from condensate.events import CheapTier, ToolResult, UserMessage, Window
-from condensate.receipts import Category, receipt
+from condensate.receipts import Category, bare_tool, receipt
 from condensate.tokens import estimate
 
 if TYPE_CHECKING:
@@ -24,8 +24,24 @@ if TYPE_CHECKING:
 class TierSettings:
     small_result_tokens: int = 200
     """Cheap tiers leave results below this size alone (ours)."""
-    keep_recent_results: int = 3
-    """... and the most recent results (ours)."""
+    keep_pairs: int = 1
+    """... and the most recent tool pairs, beside the latest batch's results, which are never
+    cleared (``CONDENSATE_WINDOW_KEEP_PAIRS``; 1 measured cheapest, with retention intact:
+    ``benchmarks/long_task.py``)."""
+    exclude_tools: frozenset[str] = frozenset()
+    """Tools whose results cheap tiers never clear, by bare lower-case name
+    (``CONDENSATE_WINDOW_EXCLUDE_TOOLS``)."""
+    target_share: float = 0.3
+    """A window cuts down to this share of the line, below the line that triggers it, so
+    that windows come in batches and the prefix between two stays byte for byte the same
+    (``CONDENSATE_WINDOW_TARGET``; chosen with ``benchmarks/long_task.py``)."""
+    early_share: float | None = 0.10
+    """Under the line but above the target, a cheap tier (``early_tier``) runs as soon as it
+    frees this share of the line: the one rewrite of the tail costs less than what every later
+    call no longer reads (``CONDENSATE_WINDOW_EARLY``; None: never before the line)."""
+    early_tier: CheapTier = "collapse"
+    dedupe_min_tokens: int = 50
+    """A read superseded by a later one is cleared from this size."""
     keep_tail_share: float = 0.25
     """A summary keeps about this share of the line verbatim (ours)..."""
     keep_tail_share_restarted: float = 0.10
@@ -53,31 +69,53 @@ def cheap_clearing(
     settings: TierSettings,
     protect_from: int | None,
 ) -> Clearing:
-    """The results ``tier`` would clear, oldest first, and the tokens it would free."""
+    """The results ``tier`` would clear, oldest first, and the tokens it would free: every
+    read superseded by a later one of the same thing (whatever its age: the later one is
+    shown), then the older results of its categories."""
     allowed: set[Category] = {"reread"} if tier == "microcompact" else {"reread", "action"}
     live = [
         i
         for i, e in enumerate(view.entries)
         if e.role == "tool" and e.receipt is None and e.seq > view.baked_before
     ]
-    recent = set(live[-settings.keep_recent_results :]) if settings.keep_recent_results else set()
+    recent = set(live[-settings.keep_pairs :]) if settings.keep_pairs else set()
+    # The results of the latest batch are what the model is about to read: never cleared.
+    latest = max((view.entries[i].batch for i in live), default=None)
+    recent |= {i for i in live if view.entries[i].batch == latest}
+    newest: dict[str, int] = {}
+    for i in live:
+        key = view.entries[i].read_key
+        if key is not None:
+            newest[key] = i
     cleared: list[int] = []
     freed = 0
     for i in live:
         entry = view.entries[i]
-        if i in recent or entry.category not in allowed:
-            continue
-        if entry.full_tokens < settings.small_result_tokens:
-            continue
-        if isinstance(entry.event, ToolResult) and entry.event.is_error:
-            continue  # failures are what a resumed agent needs most: only a summary takes them
+        assert isinstance(entry.event, ToolResult)
         if protect_from is not None and _batch_position(view, entry.batch, i) >= protect_from:
             continue
-        assert isinstance(entry.event, ToolResult)
-        cleared.append(entry.seq)
-        freed += entry.tokens - estimate(
-            receipt(entry.event, entry.seq, entry.full_tokens, category=entry.category)
+        if bare_tool(entry.event.tool) in settings.exclude_tools:
+            continue
+        key = entry.read_key
+        superseded = (
+            key is not None and newest[key] != i and entry.full_tokens >= settings.dedupe_min_tokens
         )
+        if not superseded and (
+            i in recent
+            or entry.category not in allowed
+            or entry.full_tokens < settings.small_result_tokens
+            or entry.event.is_error  # failures are what a resumed agent needs most
+        ):
+            continue
+        cleared.append(entry.seq)
+        shown = receipt(
+            entry.event,
+            entry.seq,
+            entry.full_tokens,
+            category=entry.category,
+            superseded_by=view.entries[newest[key]].seq if superseded and key else None,
+        )
+        freed += entry.tokens - estimate(shown)
     return Clearing(tuple(cleared), freed)
 
 

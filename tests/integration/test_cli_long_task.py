@@ -189,8 +189,9 @@ def check_report(engine: Engine, report: dict[str, Any]) -> None:
     assert arms["cli_alone"]["cli_compactions"] == 0
     assert arms["condensate_default"]["ceiling"] == default_ceiling(engine)
     assert arms["condensate_recommended"]["ceiling"] == RECOMMENDED_CEILING[engine]
-    # A small task stays under the default ceiling; at the recommended one it may cross it.
-    assert arms["condensate_default"]["windows"] == {}
+    # A small task stays under the default ceiling: at most a cheap window that pays for
+    # itself, applied in flight (one session); at the recommended one it may cross it.
+    assert set(arms["condensate_default"]["windows"]) <= {"microcompact", "collapse"}
     assert arms["condensate_default"]["notices"]["session-started"] == 1
     windows = arms["condensate_recommended"]["windows"]
     assert set(windows) <= {"microcompact", "collapse", "summary", "drop"}

@@ -164,19 +164,33 @@ def test_a_summary_resets_the_ladder():
 
 
 def test_cheap_tiers_leave_small_recent_and_control_results():
-    """Cheap tiers never clear small results, the most recent results, or memory and control
-    results."""
+    """Cheap tiers never clear small results, the ``keep_pairs`` most recent results, the
+    latest batch's results (what the model reads next), or memory and control results."""
     b = ThreadBuilder()
     b.turn("brief", 100)
     _, small = b.call("read", "tiny.py", 100)
     _, control = b.call("recall", "notes", 5_000)
     reads(b, 50)
-    recent = [b.call("read", f"recent{i}.py", 3_000)[1] for i in range(3)]
+    pairs = SETTINGS.tiers.keep_pairs
+    recent = [b.call("read", f"recent{i}.py", 3_000)[1] for i in range(pairs)]
     d = decide(b)
     assert isinstance(d, Cut)
     assert d.kind == "microcompact"
     for kept in (small, control, *recent):
         assert kept.seq not in d.cleared
+
+
+def test_the_latest_batch_is_never_cleared():
+    """Every result of the latest batch stays, however many more than ``keep_pairs``: the
+    model has not read them yet."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    reads(b, 50)
+    _, *latest = b.batch([("read", f"batch{i}.py", 3_000, False, None) for i in range(3)])
+    d = decide(b)
+    assert isinstance(d, Cut)
+    assert SETTINGS.tiers.keep_pairs < len(latest)
+    assert not {r.seq for r in latest} & set(d.cleared)
 
 
 def test_cheap_tiers_keep_failed_calls():

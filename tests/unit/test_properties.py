@@ -77,11 +77,22 @@ class Seen:
     receipt: str | None
     category: str | None
     batch: int
+    read_key: str | None = None
 
 
 def freeze(view: Projection) -> tuple[Seen, ...]:
     return tuple(
-        Seen(e.seq, e.role, e.tokens, e.full_tokens, e.event, e.receipt, e.category, e.batch)
+        Seen(
+            e.seq,
+            e.role,
+            e.tokens,
+            e.full_tokens,
+            e.event,
+            e.receipt,
+            e.category,
+            e.batch,
+            e.read_key,
+        )
         for e in view.entries
     )
 
@@ -404,7 +415,10 @@ def check_cheap(rt: Runtime, taken: Taken) -> None:
     before, after = taken.before, taken.after
     assert [x.seq for x in before] == [y.seq for y in after], "a cheap tier moved entries"
     recent = {x.seq for x in before if x.role == "tool"}
-    recent = set(sorted(recent)[-TIERS.keep_recent_results :])
+    recent = set(sorted(recent)[-TIERS.keep_pairs :])
+    latest = max((x.batch for x in before if x.role == "tool"), default=None)
+    recent |= {x.seq for x in before if x.role == "tool" and x.batch == latest}
+    shown_after = {y.read_key: y.seq for y in after if y.read_key and y.receipt is None}
     for x, y in zip(before, after, strict=True):
         if x.role != "tool":
             assert x == y, f"{cut.kind} altered the {x.role} entry at seq {x.seq}"
@@ -416,6 +430,11 @@ def check_cheap(rt: Runtime, taken: Taken) -> None:
         assert x.category != "control", f"{cut.kind} cleared control result {x.seq}"
         if cut.forced:
             continue  # a forced clearing takes the largest results, of any age and size
+        if x.read_key is not None and shown_after.get(x.read_key, 0) > x.seq:
+            # A read superseded by a later one of the same thing, which stays shown.
+            assert y.receipt is not None
+            assert f"superseded by the same read at seq {shown_after[x.read_key]}" in y.receipt
+            continue
         assert x.full_tokens >= TIERS.small_result_tokens, f"cleared small result {x.seq}"
         assert x.seq not in recent, f"{cut.kind} cleared recent result {x.seq}"
 
@@ -427,6 +446,43 @@ def test_cheap_tiers_never_touch_humans_control_small_or_recent_results(
 ) -> None:
     """Microcompact and collapse only turn older, larger, non-control results into receipts."""
     run(scenario, on_cut=check_cheap)
+
+
+@EXAMPLES
+@given(scenarios())
+def test_the_prefix_stays_the_same_between_two_windows(scenario: Scenario) -> None:
+    """Between two windows the view only grows at its end: what one request showed, the next
+    shows again as it was, so the provider's cached prefix stays valid until a window."""
+    last: dict[str, Any] = {}
+
+    def same_prefix(rt: Runtime) -> None:
+        view = rt.b.view
+        now = freeze(view)
+        if last.get("layout") == view.layout:
+            before = last["entries"]
+            assert now[: len(before)] == before, "the view changed between two windows"
+        last.update(layout=view.layout, entries=now)
+
+    run(scenario, on_step=same_prefix)
+
+
+def check_target(rt: Runtime, taken: Taken) -> None:
+    cut = taken.cut
+    if cut.held_back or cut.request is not None or cut.forced:
+        return
+    line = taken.usage.line
+    if "pays for itself" in cut.reason:
+        assert TIERS.early_share is not None
+        freed = sum(x.tokens for x in taken.before) - sum(y.tokens for y in taken.after)
+        assert freed >= TIERS.early_share * line - 1, f"an early {cut.kind} freed only {freed}"
+
+
+@EXAMPLES
+@given(scenarios())
+def test_a_window_under_the_line_frees_what_it_promised(scenario: Scenario) -> None:
+    """A cheap window taken before the line (it pays for itself) frees at least the share of
+    the line it was taken for."""
+    run(scenario, on_cut=check_target)
 
 
 def check_cut_under_the_line(rt: Runtime, taken: Taken) -> None:
