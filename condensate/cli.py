@@ -21,7 +21,7 @@ import anyio
 from condensate import __version__, engines, statedir
 from condensate.app import engine_checks, log_name, open_store, serve
 from condensate.client import DaemonClient
-from condensate.errors import CondensateError
+from condensate.errors import CondensateError, ConfigError
 from condensate.eventlog import EventStore
 from condensate.events import EVENT_TYPES, AskMode, now_utc
 from condensate.logs import configure_logging
@@ -33,6 +33,7 @@ from condensate.render import render_window
 from condensate.settings import Settings, load_settings
 from condensate.sqlite_store import SqliteStore
 from condensate.tokens import counter_for
+from condensate.tuning import TuningError, tuned
 
 
 def _emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
@@ -330,10 +331,14 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
         output=defaults.output if args.price_output is None else args.price_output,
     )
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    try:
+        planner, ceilings = tuned(shaped.planner, shaped.ceilings, args.set)
+    except TuningError as exc:
+        raise ConfigError(str(exc)) from exc
     config = replay.ReplayConfig(
         window=args.window,
-        ceilings=shaped.ceilings,
-        planner=shaped.planner,
+        ceilings=ceilings,
+        planner=planner,
         prices=prices,
         policies=policies,
         curator=args.curator,
@@ -437,6 +442,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated (default: %(default)s)",
     )
     replay_parser.add_argument("--window", type=int, help="the model's window (default: known)")
+    replay_parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a tier or trigger setting for this replay, e.g. keep_pairs=4 or target_share=0.5 "
+        "(repeatable)",
+    )
     for name in ("input", "cache-read", "cache-write", "output"):
         replay_parser.add_argument(
             f"--price-{name}", type=float, help="USD per million tokens (default: Sonnet 4.5)"

@@ -276,3 +276,39 @@ async def test_codex_rollout_is_read_and_replayed(tmp_path: Path) -> None:
     data = report.to_json()
     assert data["policies"]["condensate"]["retention"]["passed"]
     assert data["policies"]["condensate"]["model_calls"] == 5
+
+
+def _replay_cli(log: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "condensate", "replay", str(log), "--json", *more],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_replay_takes_tier_and_trigger_settings_by_name(tmp_path: Path) -> None:
+    """``--set`` changes the settings the condensate policy replays with: no cheap window
+    before the line and three results kept give other windows than the defaults; a name that
+    is no setting, or a value a setting cannot take, is one sentence and exit 2 (a
+    configuration error)."""
+    log = tmp_path / "task.jsonl"
+    write_events(log, long_task(90))
+    base = ("--window", "60000", "--policies", "condensate")
+    default = _replay_cli(log, *base)
+    tuned = _replay_cli(log, *base, "--set", "early_share=none", "--set", "keep_pairs=3")
+    assert default.returncode == tuned.returncode == 0, (default.stderr, tuned.stderr)
+    ours = json.loads(default.stdout)["policies"]["condensate"]
+    theirs = json.loads(tuned.stdout)["policies"]["condensate"]
+    assert ours["windows"] != theirs["windows"]
+    assert ours["weighted_input"] != theirs["weighted_input"]
+    unknown = _replay_cli(log, *base, "--set", "keep_pears=3")
+    assert unknown.returncode == 2  # a configuration error
+    assert "There is no setting 'keep_pears'" in unknown.stderr
+    assert "keep_pairs" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    bad = _replay_cli(log, *base, "--set", "keep_pairs=some")
+    assert bad.returncode == 2
+    assert "keep_pairs takes a whole number, not 'some'" in bad.stderr
