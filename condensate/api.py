@@ -72,6 +72,12 @@ class SendMessage(_Body):
     pinned: bool = False
 
 
+class PinMessage(_Body):
+    """``POST /threads/:id/pins``: the seq of a message to keep through every tier."""
+
+    seq: int = Field(ge=1, le=INT64_MAX)
+
+
 class Interrupt(_Body):
     """``POST /threads/:id/interrupt`` takes no body, or an empty object."""
 
@@ -241,6 +247,9 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
         }
     ),
     "ToolAnswer": _object({"text": _STR, "isError": _BOOL}),
+    "Pinned": _object(
+        {"seq": _NULLABLE_INT, "pinned": _INT, "pins": {"type": "array", "items": _INT}}
+    ),
     "ApprovalAnswered": _object({"seq": _INT, "id": _STR, "decision": {"enum": ["allow", "deny"]}}),
     "OpenAPI": _object(
         {"openapi": _STR, "info": _OPEN_OBJECT, "paths": _OPEN_OBJECT}, closed=False
@@ -400,6 +409,17 @@ def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
                 },
             },
         },
+        "/threads/{thread_id}/pins": {
+            "post": {
+                "summary": "Pin a message: it survives every tier (404/422 not-pinnable)",
+                "parameters": thread,
+                "requestBody": _body(PinMessage),
+                "responses": {
+                    **_ok(200, "pinned", "Pinned"),
+                    **_errors(404, 409, *WITH_BODY),
+                },
+            }
+        },
         "/threads/{thread_id}/tools/{name}": {
             "post": {
                 "summary": "Run one of the agent's context tools for a CLI thread's MCP "
@@ -426,7 +446,7 @@ def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
         },
     }
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA, **RESPONSE_SCHEMAS}
-    for model in (CreateThread, SendMessage, CompactAnswer, Interrupt, ApprovalAnswer):
+    for model in (CreateThread, SendMessage, CompactAnswer, Interrupt, ApprovalAnswer, PinMessage):
         schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema

@@ -275,6 +275,15 @@ def cmd_stop(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pin(settings: Settings, args: argparse.Namespace) -> int:
+    """Keep a message of the thread through every tier (``POST /threads/:id/pins``)."""
+    data = DaemonClient.find(settings).call(
+        "POST", f"/threads/{args.thread}/pins", {"seq": args.seq}
+    )
+    _emit(args, data, f"pinned seq {data['pinned']}; kept: {', '.join(map(str, data['pins']))}")
+    return 0
+
+
 def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
     projection = _read(settings, args, lambda store: rebuilt(store, args.thread))
     window = ModelWindow(args.window, resolved=args.window_resolved)
@@ -372,6 +381,9 @@ def _operator_commands(command: Callable[[str, str], argparse.ArgumentParser]) -
     approve.add_argument("--reason", default="", help="told to the agent")
     stop = command("stop", "end a thread's running turn")
     stop.add_argument("thread")
+    pin = command("pin", "keep a message of a thread through every window")
+    pin.add_argument("thread")
+    pin.add_argument("seq", type=int, help="the message's seq (condensate tail shows it)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -468,6 +480,7 @@ COMMANDS = {
     "approvals": cmd_approvals,
     "approve": cmd_approve,
     "stop": cmd_stop,
+    "pin": cmd_pin,
     "view": cmd_view,
     "replay": cmd_replay,
 }

@@ -23,6 +23,7 @@ CONTEXT_USAGE = "context_usage"
 CONDENSE = "condense"
 RECALL = paging.RECALL_TOOL
 READ_TOOL_OUTPUT = paging.READ_TOOL
+PIN = "pin"
 MESSAGE = "message_to_future_self"
 MAX_MESSAGE_UNITS = 16_384
 """The longest message to a future self, in UTF-16 code units."""
@@ -117,6 +118,27 @@ CONTEXT_TOOLS: tuple[dict[str, Any], ...] = (
         },
     },
     {
+        "name": PIN,
+        "description": (
+            "Pin a message of your context (by the seq recall and receipts name) so that it "
+            "survives every window, as the brief and the latest instruction do: a decision, "
+            "a constraint, a plan you must not lose. A user message or an assistant message "
+            "without tool calls."
+        ),
+        "schema": {
+            "type": "object",
+            "properties": {"seq": {"type": "integer", "minimum": 1}},
+            "required": ["seq"],
+        },
+        "annotations": {
+            "title": "Keep this message through every window",
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        },
+    },
+    {
         "name": RECALL,
         "description": paging.RECALL_DESCRIPTION,
         "schema": paging.RECALL_SCHEMA,
@@ -141,8 +163,8 @@ CONTEXT_TOOLS: tuple[dict[str, Any], ...] = (
 
 COMPACTION_TOOLS = (COMPACT_CONTEXT, COMPACT_MICROCOMPACT)
 """The two that request a compaction (the native loop takes them itself)."""
-READING_TOOLS = (CONTEXT_USAGE, RECALL, READ_TOOL_OUTPUT)
-"""The ones every thread has: they read, and change nothing."""
+READING_TOOLS = (CONTEXT_USAGE, RECALL, READ_TOOL_OUTPUT, PIN)
+"""The ones every thread has: they read (``pin`` only marks what to keep)."""
 ANSWERED_TOOLS = (CONDENSE, *READING_TOOLS)
 """The ones the daemon answers for a CLI thread's MCP server (``POST /threads/:id/tools/:name``;
 the compaction tools are ``/compact``'s)."""

@@ -281,6 +281,15 @@ class ChildSpawned(_Event):
     call_id: str | None = None
 
 
+class MessagePinned(_Event):
+    """A message of the log (``pinned``: its seq) survives every tier from now on, as the
+    brief does: pinned by an operator or by the agent (its ``pin`` tool)."""
+
+    kind: Literal["message.pinned"] = "message.pinned"
+    pinned: int
+    by: Literal["operator", "thread"] = "operator"
+
+
 class ChildJoined(_Event):
     kind: Literal["child.joined"] = "child.joined"
     child_id: str
@@ -386,6 +395,7 @@ Event = Annotated[
     | ResetCommitted
     | EmergencyReset
     | ResetWarned
+    | MessagePinned
     | SnapshotTaken,
     Field(discriminator="kind"),
 ]
@@ -417,6 +427,7 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         ResetCommitted,
         EmergencyReset,
         ResetWarned,
+        MessagePinned,
         SnapshotTaken,
     )
 }

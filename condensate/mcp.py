@@ -37,6 +37,7 @@ from condensate.context_tools import (
     CONDENSE,
     CONTEXT_TOOLS,
     MESSAGE,
+    PIN,
     READ_TOOL_OUTPUT,
     READING_TOOLS,
     RECALL,
@@ -115,9 +116,9 @@ def check_arguments(name: str, arguments: Any, tools: Sequence[str]) -> dict[str
     elif name == CONDENSE:
         if not isinstance(arguments.get(MESSAGE, ""), str):
             problem = f"Argument '{MESSAGE}' of condense must be a string."
-    elif name == RECALL:
+    elif name in (RECALL, PIN):
         if not _natural(arguments.get("seq"), 1):
-            problem = "Argument 'seq' of recall must be an integer of at least 1."
+            problem = f"Argument 'seq' of {name} must be an integer of at least 1."
     elif name == READ_TOOL_OUTPUT:
         if not isinstance(arguments.get("ref"), str | int) or isinstance(arguments["ref"], bool):
             problem = "Argument 'ref' of read_tool_output must be the ref its notice gives."

@@ -28,6 +28,7 @@ from condensate.events import (
     Engine,
     EngineNotice,
     Event,
+    MessagePinned,
     ModelRefused,
     ModelUsage,
     ResetCommitted,
@@ -50,9 +51,9 @@ Role = Literal["user", "assistant", "tool", "summary", "notice"]
 
 DROP_NOTICE = (
     "[Condensate dropped the earlier part of this conversation without a summary: the prompt "
-    "reached the model's hard limit and no summary could be written in time. Before relying "
-    "on anything from before this point, reread the brief above, the latest steer, and any "
-    "file you need.]"
+    "reached the model's hard limit and no summary could be written in time. The brief, your "
+    "latest instruction and pinned messages are kept; before relying on anything else from "
+    "before this point, reread any file you need.]"
 )
 PAUSE_CODE = "window-paused"
 CANNOT_HELP_CODE = "windows-cannot-help"
@@ -169,6 +170,8 @@ class Projection:
     entries: list[Entry] = field(default_factory=list)
     view_tokens: int = 0
     brief_seq: int | None = None
+    current_task: int | None = None
+    """The latest human message: the current task, kept through every tier as the brief is."""
     pinned: list[int] = field(default_factory=list)
     last_seq: int = 0
     anchor: Anchor | None = None
@@ -251,11 +254,10 @@ class Projection:
                 self.turn_open = False
                 self.last_turn_reason = reason
             case UserMessage():
-                if self.brief_seq is None:
-                    self.brief_seq = seq
-                elif event.pinned:
-                    self.pinned.append(seq)
-                self._push(Entry(seq, "user", tokens, tokens, event))
+                self._user(seq, event, tokens)
+            case MessagePinned(pinned=pinned):
+                if pinned not in self.pinned and pinnable(self, pinned) is None:
+                    self.pinned.append(pinned)
             case AssistantMessage():
                 for call in event.tool_calls:
                     self._calls[call.id] = seq
@@ -286,6 +288,15 @@ class Projection:
                 self._fold_reset(seq, event, tokens)
             case _:
                 pass
+
+    def _user(self, seq: int, event: UserMessage, tokens: int) -> None:
+        if self.brief_seq is None:
+            self.brief_seq = seq
+        elif event.pinned:
+            self.pinned.append(seq)
+        if event.author == "human":
+            self.current_task = seq
+        self._push(Entry(seq, "user", tokens, tokens, event))
 
     def _result(self, seq: int, event: ToolResult, tokens: int) -> None:
         batch = self._calls.pop(event.call_id, seq)
@@ -524,7 +535,7 @@ class Projection:
         self.warned_level = 0.0
 
     def _survives(self, entry: Entry) -> bool:
-        return entry.seq == self.brief_seq or entry.seq in self.pinned
+        return entry.seq in (self.brief_seq, self.current_task) or entry.seq in self.pinned
 
     # -- queries the planner and the engines use -------------------------------------------
 
@@ -532,13 +543,13 @@ class Projection:
         return self._index.get(seq)
 
     def is_protected(self, entry: Entry) -> bool:
-        """The brief and pinned messages survive every tier."""
+        """The brief, the current task and pinned messages survive every tier."""
         return self._survives(entry)
 
     @property
     def protected_seqs(self) -> set[int]:
-        brief = set() if self.brief_seq is None else {self.brief_seq}
-        return brief | set(self.pinned)
+        kept = {s for s in (self.brief_seq, self.current_task) if s is not None}
+        return kept | set(self.pinned)
 
     @property
     def protect_from(self) -> int | None:
@@ -632,6 +643,27 @@ def _load(data: dict[str, Any]) -> Projection:
     projection._index = {e.seq: i for i, e in enumerate(entries)}
     projection._calls = {str(k): int(v) for k, v in calls.items()}
     return projection
+
+
+def pinnable(view: Projection, seq: int) -> str | None:
+    """Why the message at ``seq`` cannot be pinned, or None: a user message, or an assistant
+    message without tool calls (pinning one with calls would keep calls without results),
+    still in the view."""
+    position = view.position(seq)
+    if position is None:
+        return f"Seq {seq} is not in the thread's view (a window or a reset let it go)."
+    event = view.entries[position].event
+    if isinstance(event, UserMessage):
+        return None
+    if isinstance(event, AssistantMessage):
+        if event.tool_calls:
+            return (
+                f"Seq {seq} is an assistant message with tool calls; pin a message, not a "
+                "batch of actions."
+            )
+        return None
+    kind = "a tool result" if view.entries[position].role == "tool" else "not a message"
+    return f"Seq {seq} is {kind}: only a user or an assistant message can be pinned."
 
 
 def project(events: list[Stored]) -> Projection:

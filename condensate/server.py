@@ -28,11 +28,12 @@ from condensate.api import (
     CompactAnswer,
     CreateThread,
     Interrupt,
+    PinMessage,
     SendMessage,
     openapi_document,
 )
 from condensate.ceilings import CeilingSettings
-from condensate.context_tools import ANSWERED_TOOLS, CONDENSE, CONTEXT_USAGE
+from condensate.context_tools import ANSWERED_TOOLS, CONDENSE, CONTEXT_USAGE, PIN
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
@@ -541,11 +542,36 @@ async def post_tool(request: web.Request) -> web.Response:
     reader = RuntimeTurn(request.app[RUNTIME], thread)
     if name == CONTEXT_USAGE:
         text, failed = json.dumps(tool_answers.usage_answer(reader, thread.spec)), False
+    elif name == PIN:
+        pinned = tool_answers.pin_answer(thread.projection, arguments, "thread", now_utc())
+        if pinned.event is not None:
+            await request.app[RUNTIME].append(thread, pinned.event)
+        text, failed = pinned.text, pinned.failed
     elif name == CONDENSE:
         text, failed = tool_answers.condense_answer(thread.spec, arguments)
     else:
         text, failed = await tool_answers.read_back(reader, name, arguments)
     return web.json_response({"text": text, "isError": failed})
+
+
+async def post_pin(request: web.Request) -> web.Response:
+    """Pin a message of the thread: it survives every tier from now on."""
+    thread = await _thread(request)
+    body = PinMessage.model_validate(await _json(request))
+    pinned = tool_answers.pin_answer(thread.projection, {"seq": body.seq}, "operator", now_utc())
+    if pinned.failed:
+        status = 404 if "not in the thread's view" in pinned.text else 422
+        raise Refused(code="not-pinnable", detail=pinned.text, status=status)
+    stored = None
+    if pinned.event is not None:
+        stored = await request.app[RUNTIME].append(thread, pinned.event)
+    return web.json_response(
+        {
+            "seq": None if stored is None else stored[0].seq,
+            "pinned": body.seq,
+            "pins": sorted(thread.projection.protected_seqs),
+        }
+    )
 
 
 ROUTES: tuple[tuple[str, str, Handler], ...] = (
@@ -562,6 +588,7 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/threads/{thread_id}/compact", get_compact),
     ("POST", "/threads/{thread_id}/compact", post_compact),
     ("POST", "/threads/{thread_id}/tools/{name}", post_tool),
+    ("POST", "/threads/{thread_id}/pins", post_pin),
 )
 
 

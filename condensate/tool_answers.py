@@ -6,16 +6,25 @@ daemon (``POST /threads/:id/tools/:name``), so both get the same answers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
 
 from condensate import paging, reset
 from condensate.api import INT64_MAX
 from condensate.context_tools import CONDENSE, RECALL
 from condensate.engine import ThreadSpec
 from condensate.errors import EventNotFound
-from condensate.events import AssistantMessage, Stored, ToolCall, ToolResult, UserMessage
+from condensate.events import (
+    AssistantMessage,
+    MessagePinned,
+    Stored,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from condensate.meter import ContextUsage
-from condensate.projector import Projection
+from condensate.projector import Projection, pinnable
 from condensate.staged_warnings import budget_of
 
 
@@ -102,3 +111,36 @@ def condense_answer(spec: ThreadSpec, arguments: Mapping[str, Any]) -> tuple[str
 
 def _natural(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def pin_answer(
+    view: Projection, arguments: Mapping[str, Any], by: PinnedBy, at: datetime
+) -> PinAnswer:
+    """``pin(seq)``: the event that pins the message, or why it cannot be pinned."""
+    raw = arguments.get("seq")
+    if not isinstance(raw, int) or isinstance(raw, bool) or not 1 <= raw <= INT64_MAX:
+        return PinAnswer(f"seq must be the seq of a message, not {str(raw)[:40]!r}.", None)
+    if raw in view.protected_seqs:
+        return PinAnswer(f"Seq {raw} is kept through every window already.", None, done=True)
+    why = pinnable(view, raw)
+    if why is not None:
+        return PinAnswer(why, None)
+    event = MessagePinned(at=at, pinned=raw, by=by)
+    return PinAnswer(f"Pinned seq {raw}: it survives every window from now on.", event)
+
+
+PinnedBy = Literal["operator", "thread"]
+
+
+@dataclass(frozen=True)
+class PinAnswer:
+    """What ``pin`` says, and the event to log (None: nothing to pin)."""
+
+    text: str
+    event: MessagePinned | None
+    done: bool = False
+    """Already kept: not an error."""
+
+    @property
+    def failed(self) -> bool:
+        return self.event is None and not self.done

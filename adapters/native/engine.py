@@ -344,6 +344,17 @@ class NativeEngine:
                             category="control",
                         )
                     ]
+                case "pin":
+                    pinned = tool_answers.pin_answer(ctx.view, args, "thread", at)
+                    answer = ToolResult(
+                        at=at,
+                        call_id=call.id,
+                        tool=call.name,
+                        output=pinned.text,
+                        is_error=pinned.failed,
+                        category="control",
+                    )
+                    return [answer] if pinned.event is None else [answer, pinned.event]
                 case paging.RECALL_TOOL | paging.READ_TOOL:
                     text, failed = await tool_answers.read_back(ctx, call.name, call.arguments)
                     return [

@@ -74,6 +74,7 @@ def long_thread() -> tuple[ThreadBuilder, Cut]:
     b.turn("Please do not touch the lexer.", 30)
     for _ in range(200):
         b.reply("working through the parser", 400)
+    b.user("Carry on.", 10)  # the current task: kept in the view, so the steer before is summarized
     d = decide(b)
     assert isinstance(d, Cut)
     assert d.kind == "summary"

@@ -97,6 +97,7 @@ def test_handshake_lists_a_heads_tools(daemon, tmp_path):
         "context_usage",
         "recall",
         "read_tool_output",
+        "pin",
     ]
 
 
@@ -112,11 +113,12 @@ def test_each_kind_of_thread_gets_its_own_tools(daemon, tmp_path):
         "context_usage",
         "recall",
         "read_tool_output",
+        "pin",
     ]
     assert listed[2]["error"]["code"] == -32602
     assert "compact_context" in listed[2]["error"]["message"]
     reset = offered(head=False, reset=True)
-    assert reset == ("condense", "context_usage", "recall", "read_tool_output")
+    assert reset == ("condense", "context_usage", "recall", "read_tool_output", "pin")
 
 
 def test_recall_and_read_tool_output_answer_from_the_log(daemon, tmp_path):

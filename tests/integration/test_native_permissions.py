@@ -188,7 +188,7 @@ def test_read_only_and_workspace_threads_are_not_offered_what_they_may_not_run()
         return {t.name for t in tool_specs(spec)}
 
     control = {"spawn", "join", "compact_context", "compact_microcompact", "context_usage"}
-    control |= {"recall", "read_tool_output"}
+    control |= {"recall", "read_tool_output", "pin"}
     assert offered("default") == {"read", "search", "edit", "write", "shell", *control}
     assert offered("workspace") == {"read", "search", "edit", "write", *control}
     assert offered("read-only") == {"read", "search", *control}

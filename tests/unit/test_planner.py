@@ -620,7 +620,9 @@ def test_thread_summary_is_taken_before_the_next_call_as_written():
     event = take(b, d)
     assert event.request is not None
     assert b.view.requested is None
-    assert [e.role for e in b.view.entries][:2] == ["user", "summary"]
+    # The brief and the current task (the latest human message) stand before the summary.
+    assert [e.role for e in b.view.entries][:3] == ["user", "user", "summary"]
+    assert b.view.entries[1].seq == keep.seq
 
 
 def test_requested_microcompact_is_taken_at_the_next_boundary():

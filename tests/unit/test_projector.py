@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from condensate.events import Window, WindowTrigger
+from condensate.events import MessagePinned, Window, WindowTrigger
 from condensate.projector import DROP_NOTICE, Projection, project
 from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
@@ -110,7 +110,7 @@ def test_drop_leaves_a_notice_that_asks_to_reread():
     assert [e.role for e in b.view.entries] == ["user", "notice"]
     text = render_window(b.view)
     assert DROP_NOTICE in text
-    for word in ("brief", "latest steer", "file"):
+    for word in ("brief", "latest instruction", "pinned", "file"):
         assert word in DROP_NOTICE
 
 
@@ -159,3 +159,29 @@ def test_child_spawn_protects_from_the_spawning_message_until_joined():
     assert b.view.protect_from == b.view.position(spawn.seq - 2)
     b.join("c1")
     assert b.view.protect_from is None
+
+
+def test_a_pinned_message_and_the_current_task_survive_a_summary_and_a_drop():
+    """A message pinned after the fact (message.pinned) and the latest human message (the
+    current task) stay, verbatim and in order, through a summary and a forced drop, as the
+    brief does; a pin of a tool result pins nothing."""
+    b = ThreadBuilder()
+    brief = b.turn("brief", 100)
+    b.call("read", "a.py", 1_000)
+    decision = b.reply("DECISION: keep the CSV header", 40)
+    _, result = b.call("read", "b.py", 1_000)
+    task = b.turn("now add --output", 30)
+    b.call("read", "c.py", 1_000)
+    b.add(MessagePinned(at=b.tick(), pinned=decision.seq), 0)
+    b.add(MessagePinned(at=b.tick(), pinned=result.seq), 0)
+    assert b.view.protected_seqs == {brief.seq, decision.seq, task.seq}
+    window(b, "summary", summary="earlier work", author="curator")
+    kept = [e.seq for e in b.view.entries if e.role != "summary"]
+    assert kept == [brief.seq, decision.seq, task.seq]
+    b.call("read", "d.py", 1_000)
+    window(b, "drop", author="system", forced=True)
+    assert [e.seq for e in b.view.entries if e.role in ("user", "assistant")] == [
+        brief.seq,
+        decision.seq,
+        task.seq,
+    ]

@@ -121,6 +121,7 @@ def test_verbatim_items_keep_human_messages_whole_and_failures_capped():
     error = "E" * 3_000 + "middle of a huge failing run" + "F" * 5_000
     _, failed = b.call("shell", "pytest -x", 4_000, error=True, output=error)
     b.reply("I will fix it", 40)
+    b.user("now this", 10)  # the current task: it stays in the view, no item
     items = verbatim_items(replaced_entries(b.view, None))
     assert items == [
         f'Human: "{long_steer}"',
@@ -137,6 +138,7 @@ def test_verbatim_items_skip_messages_from_the_runtime_or_a_parent():
     b.add(UserMessage(at=b.tick(), text="runtime note", author="runtime"), 20)
     b.add(UserMessage(at=b.tick(), text="parent says", author="parent"), 20)
     b.user("human says", 20)
+    b.user("now this", 10)  # the current task: it stays in the view, no item
     assert verbatim_items(replaced_entries(b.view, None)) == ['Human: "human says"']
 
 
@@ -165,6 +167,7 @@ def test_an_earlier_summarys_record_is_carried_into_the_next():
     fill_to(b, 75_000)
     take(b, decide(b), summary=record)
     b.user("later", 20)
+    b.user("now this", 10)  # the current task: it stays in the view, no item
     assert verbatim_items(replaced_entries(b.view, None)) == [
         'Human: "keep it"',
         "Failed shell(make):\nboom",
@@ -183,6 +186,7 @@ def test_summary_cut_counts_replaced_human_messages():
     b.user("one", 700)
     b.reply("thinking", 5_000)
     b.user("two", 300)
+    b.user("now this", 10)  # the current task stays: it counts for nothing
     cut = summary_cut(b.view, 0, None)
     assert cut is not None
     assert cut.keep_from is None
@@ -452,6 +456,7 @@ def test_verbatim_items_keep_the_newest_failures_within_their_bound():
     for i, error in enumerate(errors):
         b.call("shell", f"pytest -k t{i}", 2_000, error=True, output=error)
         b.user(f"steer {i}", 10)
+    b.user("now this", 10)  # the current task: it stays in the view, no item
     items = verbatim_items(replaced_entries(b.view, None))
     failures = [item for item in items if item.startswith("Failed ")]
     assert [item for item in items if item.startswith("Human: ")] == [
