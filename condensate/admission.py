@@ -75,8 +75,8 @@ def receipts(thread: Thread) -> Mapping[str, str]:
 
 def rewrites(thread: Thread) -> bool:
     """The thread's requests are rewritten from its log as it grows (it resets, pages or is
-    told when it nears its line), not only when a window is taken: each waits for the log to
-    hold its results."""
+    told when it nears its line), not only when a window is taken: each is parsed, and waits
+    for the log when the view may rewrite its newest result (``caught_up``)."""
     spec = thread.spec
     return spec.reset is not None or spec.output_cap is not None or spec.near_limit_warnings
 

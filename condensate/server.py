@@ -560,7 +560,7 @@ async def post_pin(request: web.Request) -> web.Response:
     body = PinMessage.model_validate(await _json(request))
     pinned = tool_answers.pin_answer(thread.projection, {"seq": body.seq}, "operator", now_utc())
     if pinned.failed:
-        status = 404 if "not in the thread's view" in pinned.text else 422
+        status = 404 if thread.projection.position(body.seq) is None else 422
         raise Refused(code="not-pinnable", detail=pinned.text, status=status)
     stored = None
     if pinned.event is not None:

@@ -161,7 +161,8 @@ class GatewayAdmitter(Protocol):
 
     def rewrites(self, thread_id: str) -> bool:
         """The thread's requests are rewritten from its log as it grows (an agent-reset
-        thread, or one that pages outputs): each waits for ``caught_up`` first."""
+        thread, one that pages outputs or is told when it nears its line): each is parsed,
+        and ``caught_up`` first."""
         ...
 
     async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
