@@ -102,6 +102,8 @@ VARIANTS: dict[str, TierSettings] = {
     "no superseded-read clearing": replace(TIERS, dedupe_min_tokens=10**9),
     "keep_pairs 3 (the earlier default)": replace(TIERS, keep_pairs=3),
     "target 0.6 of the line": replace(TIERS, target_share=0.6),
+    "no clamps": replace(TIERS, clamp_tokens=None),
+    "clamp at 2,000 tokens": replace(TIERS, clamp_tokens=2_000),
     "none of them (the earlier planner)": replace(
         TIERS, early_share=None, dedupe_min_tokens=10**9, keep_pairs=3, target_share=1.0
     ),

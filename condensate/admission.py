@@ -22,9 +22,10 @@ import anyio
 import structlog
 
 from condensate import near_limits, reset, window_step
+from condensate.clamps import digest
 from condensate.context_tools import CONDENSE
-from condensate.events import ResetCommitted, SystemLine, ToolResult
-from condensate.gateway.wire import NewestResult, Notices, ResetCut
+from condensate.events import AssistantMessage, ResetCommitted, SystemLine, ToolResult, UserMessage
+from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
 from condensate.meter import ContextUsage
 from condensate.receipts import bare_tool
 from condensate.staged_warnings import due_warning
@@ -52,33 +53,59 @@ class Admission:
 
 def receipts(thread: Thread) -> Mapping[str, str]:
     """Call id -> what the provider is to see for that result: a receipt, for every result
-    the view's cheap tiers cleared; the first page, for a paged output; the result the log
-    holds, for an agent's ``condense`` call (``_condense``). Kept until the view changes: only
-    a window does, for a thread that neither resets nor pages."""
-    view = thread.projection
-    key = (view.layout, view.last_seq if rewrites(thread) else -1)
-    if thread.receipts_at != key:
-        shown: dict[str, str] = {}
-        for e in view.entries:
-            if not e.call_id:
-                continue
-            if e.receipt is not None:
-                shown[e.call_id] = e.receipt
-            elif e.paged is not None:
-                shown[e.call_id] = e.shown_output()
-            elif isinstance(e.event, ToolResult) and bare_tool(e.event.tool) == CONDENSE:
-                shown[e.call_id] = e.event.output
-        thread.receipts = shown
-        thread.receipts_at = key
+    the view's cheap tiers cleared; the first page, for a paged output; its head and tail,
+    for a clamped one; the result the log holds, for an agent's ``condense`` call
+    (``_condense``). Kept until the view changes: a window, a clamped entry, or any event of
+    a thread that resets or pages."""
+    _shown(thread)
     return thread.receipts
 
 
+def clamps(thread: Thread) -> Clamps:
+    """The clamped texts and calls of the thread's view, as its CLI's requests carry them."""
+    _shown(thread)
+    return thread.clamps
+
+
+def _shown(thread: Thread) -> None:
+    view = thread.projection
+    key = (view.layout, view.last_seq if rewrites(thread) else -1, view.clamped)
+    if thread.receipts_at == key:
+        return
+    shown: dict[str, str] = {}
+    texts: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for e in view.entries:
+        if e.clamped is not None and isinstance(e.event, UserMessage | AssistantMessage):
+            if len(e.event.text) > e.clamped:
+                texts[digest(e.event.text)] = e.seq
+            if isinstance(e.event, AssistantMessage):
+                calls.update((c.id, e.seq) for c in e.event.tool_calls)
+        if not e.call_id:
+            continue
+        if e.receipt is not None:
+            shown[e.call_id] = e.receipt
+        elif e.paged is not None or e.clamped is not None:
+            shown[e.call_id] = e.shown_output()
+        elif isinstance(e.event, ToolResult) and bare_tool(e.event.tool) == CONDENSE:
+            shown[e.call_id] = e.event.output
+    thread.receipts = shown
+    thread.clamps = Clamps(view.clamp_chars or 0, texts, calls)
+    thread.receipts_at = key
+
+
 def rewrites(thread: Thread) -> bool:
-    """The thread's requests are rewritten from its log as it grows (it resets, pages or is
-    told when it nears its line), not only when a window is taken: each is parsed, and waits
-    for the log when the view may rewrite its newest result (``caught_up``)."""
+    """The thread's requests are rewritten from its log as it grows (it resets, pages, is
+    told when it nears its line, or has clamped an entry: its next large output is clamped
+    too), not only when a window is taken: each is parsed, and waits for the log when the
+    view may rewrite its newest result (``caught_up``)."""
     spec = thread.spec
-    return spec.reset is not None or spec.output_cap is not None or spec.near_limit_warnings
+    return (
+        spec.reset is not None
+        or spec.output_cap is not None
+        or spec.near_limit_warnings
+        or thread.projection.clamped > 0
+    )
 
 
 def notices(runtime: Services, thread: Thread, size: int) -> Notices:
@@ -109,7 +136,7 @@ def reset_cut(thread: Thread) -> ResetCut | None:
 async def caught_up(thread: Thread, newest: NewestResult | None) -> None:
     """Wait (a little) until the log holds the request's newest tool result, when the view
     may show it otherwise: an agent's ``condense`` result (the reset it settles cuts this very
-    request), or an output large enough to be paged. Any other request goes on at once (a
+    request), or an output large enough to be paged or clamped. Any other request goes on at once (a
     subagent's results, which the log never holds, would only wait)."""
     if newest is None:
         return
@@ -117,7 +144,8 @@ async def caught_up(thread: Thread, newest: NewestResult | None) -> None:
     settles = spec.reset is not None and bare_tool(newest.tool) == CONDENSE
     # A token is at least a character: an output of fewer characters than the cap fits it.
     pages = spec.output_cap is not None and newest.chars > spec.output_cap
-    if settles or pages:
+    clamp = thread.projection.clamp_chars
+    if settles or pages or (clamp is not None and newest.chars > clamp):
         await _caught_up(thread, [newest.call_id])
 
 

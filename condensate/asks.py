@@ -12,7 +12,8 @@ import anyio
 from condensate.errors import Refused
 from condensate.events import AskAnswered, AskMode, AskOpened, CompactionRequested, Stored
 from condensate.planner import Ask
-from condensate.preview import Preview, preview
+from condensate.preview import Preview, Pricing, preview
+from condensate.prices import price_of
 from condensate.thread import Services, Thread
 
 
@@ -47,7 +48,7 @@ def compaction(runtime: Services, thread: Thread) -> dict[str, Any]:
     """The pending ask, any requested compaction, and a preview of a cut."""
     view = thread.projection
     usage = runtime.usage(thread)
-    shown: Preview = preview(view, usage, thread.profile.planner)
+    shown: Preview = preview(view, usage, thread.profile.planner, pricing(runtime, thread))
     return {
         "ask": None if view.ask is None else view.ask.model_dump(mode="json"),
         "requested": None
@@ -62,6 +63,19 @@ def compaction(runtime: Services, thread: Thread) -> dict[str, Any]:
         "preview": shown.as_json(),
         "usage": {"used": usage.used, "line": usage.line, "ceiling": usage.ceiling},
     }
+
+
+def pricing(runtime: Services, thread: Thread) -> Pricing:
+    """The thread's model's prices, and its curator's (the first model of the chain)."""
+    settings = runtime.settings
+    curator = settings.curator_model or thread.spec.model
+    return Pricing(
+        thread.spec.model,
+        price_of(thread.spec.model, settings.model_prices),
+        curator,
+        price_of(curator, settings.model_prices),
+        settings.curator().max_tokens,
+    )
 
 
 async def answer(

@@ -23,10 +23,11 @@ from condensate.app import engine_checks, log_name, open_store, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError, ConfigError
 from condensate.eventlog import EventStore
-from condensate.events import EVENT_TYPES, AskMode, now_utc
+from condensate.events import EVENT_TYPES, AskMode, ProbeReport, now_utc
 from condensate.logs import configure_logging
 from condensate.meter import ModelWindow, measure
 from condensate.planner import Cut, HoldBack, Stop, plan
+from condensate.probes import summary_line
 from condensate.providers import make_client
 from condensate.rebuild import rebuilt
 from condensate.render import render_window
@@ -165,6 +166,10 @@ def _event_line(event: dict[str, Any]) -> str:
             detail = f"{event['tool']}({event.get('argument', '')}) {status}"
         case "window":
             detail = f"{event['window_kind']} freed~{event['trigger']['freed']}"
+            if event.get("probes"):
+                # What the probes found is never cut: a summary that failed must be seen.
+                probes = summary_line(ProbeReport.model_validate(event["probes"]))
+                return f"{event['seq']:>6} {kind:<20} {detail} by {event['author']}; {probes}"
         case "system.line":
             detail = event["text"]
         case "turn.ended":
@@ -215,24 +220,67 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     return _follow(client, thread["id"], 0, args, until_turn_ends=True)
 
 
+def _dollars(usd: float | None) -> str:
+    return "price unknown" if usd is None else f"${usd:,.4f}"
+
+
+def _tier_cost(cost: dict[str, Any]) -> str:
+    """What a tier's cut costs: the cached prefix written again, what each call saves, and
+    when it has paid for itself."""
+    text = (
+        f"rewrites {cost['rewrittenTokens']:,} tokens of a cached prefix of "
+        f"{cost['invalidatedTokens']:,} ({_dollars(cost['rewriteUsd'])}), saves "
+        f"{_dollars(cost['savedPerCallUsd'])} a call"
+    )
+    if cost["breakEvenCalls"] is not None:
+        text += f", pays off after {cost['breakEvenCalls']:,} calls"
+    curator = cost.get("curator")
+    if curator is not None:
+        text += (
+            f"; curator {curator['model']}: ~{curator['inputTokens']:,} tokens in, at most "
+            f"{curator['outputTokens']:,} out ({_dollars(curator['usd'])})"
+        )
+    return text
+
+
+def _compaction_lines(data: dict[str, Any]) -> list[str]:
+    """``GET /threads/:id/compact`` as lines: the ask, the request, the usage, each tier."""
+    ask = data["ask"]
+    requested = data["requested"]
+    preview = data["preview"]
+    micro, collapse, summary = preview["microcompact"], preview["collapse"], preview["summary"]
+    lines = [
+        f"pending ask: {ask['ask_id']} (deadline {ask['deadline']})" if ask else "no ask",
+        f"requested: {requested['mode']} by the {requested['by']} (seq {requested['seq']})"
+        if requested
+        else "nothing requested",
+        f"usage: {data['usage']['used']:,} of line {data['usage']['line']:,}",
+        f"microcompact would free {micro['freed']:,} tokens ({len(micro['receipts'])} receipts); "
+        + _tier_cost(micro["cost"]),
+        f"collapse would free {collapse['freed']:,} tokens; " + _tier_cost(collapse["cost"]),
+    ]
+    if summary["possible"]:
+        removed = ", ".join(f"{k} {v:,}" for k, v in sorted(summary["removedByKind"].items()))
+        kept = (
+            "keep only the brief and pins"
+            if summary["keepFrom"] is None
+            else f"keep from seq {summary['keepFrom']}"
+        )
+        lines.append(
+            f"summary would {kept}, removing {removed or 'nothing'} tokens, and free "
+            f"{summary['freed']:,}; " + _tier_cost(summary["cost"])
+        )
+    else:
+        lines.append("summary: not possible now (nothing before the kept range to summarize)")
+    return lines
+
+
 def cmd_compact(settings: Settings, args: argparse.Namespace) -> int:
     client = DaemonClient.find(settings)
     path = f"/threads/{args.thread}/compact"
     if args.answer is None:
         data = client.call("GET", path)
-        ask = data["ask"]
-        preview = data["preview"]
-        lines = [
-            f"pending ask: {ask['ask_id']} (deadline {ask['deadline']})" if ask else "no ask",
-            f"requested: {data['requested']}" if data["requested"] else "nothing requested",
-            f"usage: {data['usage']['used']:,} of line {data['usage']['line']:,}",
-            f"microcompact would free {preview['microcompact']['freed']:,} tokens "
-            f"({len(preview['microcompact']['receipts'])} receipts)",
-            f"collapse would free {preview['collapse']['freed']:,} tokens",
-            f"summary would keep from seq {preview['summary']['keepFrom']}, removing "
-            f"{preview['summary']['removedByKind']}",
-        ]
-        _emit(args, data, "\n".join(lines))
+        _emit(args, data, "\n".join(_compaction_lines(data)))
         return 0
     body: dict[str, Any] = {"mode": args.answer, "reason": args.reason}
     if args.summary is not None:

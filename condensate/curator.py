@@ -23,12 +23,23 @@ import anyio
 import structlog
 
 from condensate.errors import CondensateError
-from condensate.events import AssistantMessage, ToolResult, UserMessage, Window
+from condensate.events import AssistantMessage, ProbeReport, ToolResult, UserMessage, Window
 from condensate.planner import Cut, deadline
-from condensate.projector import DROP_NOTICE, Entry, Projection
+from condensate.probes import (
+    Answers,
+    Probe,
+    missed,
+    probes_for,
+    repaired,
+    retry_request,
+    verbatim_items,
+    with_verbatim_record,
+)
+from condensate.probes import report as probe_report
+from condensate.projector import Entry, Projection, drop_notice
 from condensate.providers import ModelClient, parse_model
-from condensate.providers.types import Completion, Message, Request, Usage
-from condensate.tiers import VERBATIM_FAILURES_CHARS, VERBATIM_HEADING, verbatim_error
+from condensate.providers.types import Completion, Message, Request, Text, Usage
+from condensate.tiers import verbatim_error
 
 log = structlog.get_logger()
 
@@ -74,8 +85,10 @@ class Summary:
     text: str
     model: str
     usage: Usage
+    """What the summary's calls cost together (a retry's included)."""
     attempts: tuple[Attempt, ...]
     notes: int = 0
+    probes: ProbeReport | None = None
 
 
 @dataclass(frozen=True)
@@ -112,11 +125,12 @@ def _transcript_line(entry: Entry) -> str:
     match event:
         case UserMessage(author="human", text=text):
             return f"[human message — keep verbatim]\n{text}"
-        case UserMessage(author=author, text=text):
-            return f"[message from the {author}]\n{text}"
+        case UserMessage(author=author):
+            return f"[message from the {author}]\n{entry.shown_text()}"
         case AssistantMessage():
-            calls = "\n".join(f"  call {c.name} {c.arguments}" for c in event.tool_calls)
-            return "\n".join(p for p in ("[assistant]", event.text, calls) if p)
+            calls = "\n".join(f"  call {c.name} {c.arguments}" for c in entry.shown_calls())
+            text = entry.shown_text() if event.text else ""
+            return "\n".join(p for p in ("[assistant]", text, calls) if p)
         case ToolResult(is_error=True):
             return (
                 f"[FAILED tool call {event.tool}({event.argument}) — keep this error verbatim]\n"
@@ -127,49 +141,14 @@ def _transcript_line(entry: Entry) -> str:
         case Window(window_kind="summary", summary=summary):
             return f"[earlier summary — history, not a human message]\n{summary or ''}"
         case Window():
-            return f"[earlier context was dropped]\n{DROP_NOTICE}"
+            return f"[earlier context was dropped]\n{drop_notice(event)}"
         case _:
             return ""
 
 
-def verbatim_items(entries: list[Entry]) -> list[str]:
-    """What must reach the summary word for word: human messages, failed calls with their
-    errors, and the verbatim records of earlier summaries."""
-    items: list[str] = []
-    for entry in entries:
-        match entry.event:
-            case UserMessage(author="human", text=text):
-                items.append(f'Human: "{text}"')
-            case ToolResult(is_error=True) as failed:
-                error = verbatim_error(failed.output, entry.seq)
-                items.append(f"Failed {failed.tool}({failed.argument}):\n{error}")
-            case Window(window_kind="summary", summary=summary) if summary:
-                _, _, record = summary.partition(VERBATIM_HEADING + "\n")
-                items += [item for item in record.split("\n\n") if item.strip()]
-            case _:
-                pass
-    return _within_bound(items)
-
-
-def _within_bound(items: list[str]) -> list[str]:
-    """Every human message; the failures' error texts newest first up to
-    ``VERBATIM_FAILURES_CHARS``, an older failure as its call and its error's first line."""
-    room = VERBATIM_FAILURES_CHARS
-    kept: list[str] = []
-    for item in reversed(items):
-        shown = item
-        if item.startswith("Failed ") and len(item) > room:
-            call, _, error = item.partition(":\n")
-            first = error.strip().splitlines()[0][:200] if error.strip() else ""
-            shown = f"{call}:\n{first} [error cut; the log keeps it]"
-        if shown.startswith("Failed "):
-            room = max(room - len(shown), 0)
-        kept.append(shown)
-    kept.reverse()
-    return kept
-
-
-def summary_prompt(view: Projection, keep_from: int | None, notes: list[str]) -> str:
+def summary_prompt(
+    view: Projection, keep_from: int | None, notes: list[str], still_open: list[Probe] | None = None
+) -> str:
     """The one user message the curator model reads."""
     parts: list[str] = []
     brief = next((e for e in view.entries if e.seq == view.brief_seq), None)
@@ -183,23 +162,11 @@ def summary_prompt(view: Projection, keep_from: int | None, notes: list[str]) ->
         line for e in replaced_entries(view, keep_from) if (line := _transcript_line(e))
     )
     parts.append(f"The conversation to summarize:\n\n{transcript}")
+    if still_open:
+        listed = "\n".join(f"- {p.label}: {p.needle}" for p in still_open)
+        parts.append(f"Still open at this point (state each as open in the summary):\n{listed}")
     parts.append("Write the summary now.")
     return "\n\n---\n\n".join(parts)
-
-
-def with_verbatim_record(text: str, items: list[str]) -> str:
-    """``text`` plus, word for word, every item the model did not already copy."""
-    missing = [item for item in items if item not in text and _body(item) not in text]
-    if not missing:
-        return text
-    return f"{text.rstrip()}\n\n{VERBATIM_HEADING}\n" + "\n\n".join(missing)
-
-
-def _body(item: str) -> str:
-    """The part of an item a model would quote: the message or the error text."""
-    if item.startswith('Human: "') and item.endswith('"'):
-        return item[len('Human: "') : -1]
-    return item.partition(":\n")[2] or item
 
 
 def carry_out(cut: Cut, result: Summary | Miss | None, cut_seq: int, at: datetime) -> Window | None:
@@ -208,7 +175,7 @@ def carry_out(cut: Cut, result: Summary | Miss | None, cut_seq: int, at: datetim
     if not cut.needs_curator:
         return cut.window(cut_seq, at)
     if isinstance(result, Summary):
-        return cut.window(cut_seq, at, summary=result.text, author="curator")
+        return cut.window(cut_seq, at, summary=result.text, author="curator", probes=result.probes)
     if cut.forced:
         return cut.as_drop().window(cut_seq, at)
     return None
@@ -238,13 +205,15 @@ class Curator:
         return deadline(used, self.settings.deadline_override)
 
     async def summarize(self, view: Projection, cut: Cut, thread_model: str) -> Summary | Miss:
-        """A summary of what ``cut`` replaces, or a Miss when no model answered in time."""
+        """A summary of what ``cut`` replaces, checked by its probes (retried once naming
+        what it missed, then repaired), or a Miss when no model answered in time."""
         total = self.deadline_for(cut.usage.used).total_seconds()
         started = self.clock()
         notes = await self.recall(view)
         entries = replaced_entries(view, cut.keep_from)
-        prompt = summary_prompt(view, cut.keep_from, notes)
-        items = verbatim_items(entries)
+        probes = probes_for(view, entries)
+        still_open = [p for p in probes if p.kind == "open"]
+        prompt = summary_prompt(view, cut.keep_from, notes, still_open)
         attempts: list[Attempt] = []
         chain = self.chain(thread_model)
         for index, model in enumerate(chain):
@@ -252,46 +221,93 @@ class Curator:
             if remaining <= 0:
                 break
             share = remaining / (len(chain) - index)
-            attempt_started = self.clock()
-            try:
-                with anyio.fail_after(share):
-                    completion = await self._call(model, prompt)
-            except TimeoutError:
-                attempts.append(
-                    Attempt(
-                        model,
-                        "timeout",
-                        f"no answer within {share:.1f} s",
-                        self.clock() - attempt_started,
-                    )
-                )
+            answer = await self._attempt(model, (Message.user(prompt),), share, attempts)
+            if answer is None:
                 continue
-            except (CondensateError, ValueError) as exc:
-                attempts.append(Attempt(model, "failed", str(exc), self.clock() - attempt_started))
-                continue
-            if not completion.text.strip():
-                attempts.append(
-                    Attempt(model, "failed", "empty summary", self.clock() - attempt_started)
-                )
-                continue
-            attempts.append(Attempt(model, "ok", "", self.clock() - attempt_started))
-            text = with_verbatim_record(completion.text.strip(), items)
+            text, usage, answers = await self._checked(
+                model, prompt, answer, probes, deadline_at=started + total, attempts=attempts
+            )
+            to_repair = missed(text, probes)
+            # Human messages and errors come back with the verbatim record (earlier
+            # summaries' records with them); files and open items are appended after it.
+            text = repaired(with_verbatim_record(text, verbatim_items(entries)), to_repair)
+            report = probe_report(probes, answers, to_repair, text)
             log.info(
                 "summary_written",
                 model=model,
                 attempts=len(attempts),
-                output_tokens=completion.usage.output,
+                output_tokens=usage.output,
+                probes_missed=len(report.missed),
+                retried=report.retried,
             )
-            return Summary(text, model, completion.usage, tuple(attempts), len(notes))
+            return Summary(text, model, usage, tuple(attempts), len(notes), report)
         reason = "; ".join(f"{a.model}: {a.outcome} ({a.detail})" for a in attempts)
         log.warning("summary_missed", deadline=total, attempts=reason)
         return Miss(tuple(attempts), reason or "no model could be tried before the deadline")
 
-    async def _call(self, model: str, prompt: str) -> Completion:
+    async def _attempt(
+        self,
+        model: str,
+        messages: tuple[Message, ...],
+        seconds: float,
+        attempts: list[Attempt],
+        what: str = "",
+    ) -> Completion | None:
+        """One call within ``seconds``: its completion, or None (the attempt noted)."""
+        begun = self.clock()
+        try:
+            with anyio.fail_after(seconds):
+                completion = await self._call(model, messages)
+        except TimeoutError:
+            detail = f"{what}no answer within {seconds:.1f} s"
+            attempts.append(Attempt(model, "timeout", detail, self.clock() - begun))
+            return None
+        except (CondensateError, ValueError) as exc:
+            attempts.append(Attempt(model, "failed", f"{what}{exc}", self.clock() - begun))
+            return None
+        if not completion.text.strip():
+            attempts.append(Attempt(model, "failed", f"{what}empty summary", self.clock() - begun))
+            return None
+        attempts.append(Attempt(model, "ok", what.rstrip(": "), self.clock() - begun))
+        return completion
+
+    async def _checked(
+        self,
+        model: str,
+        prompt: str,
+        answer: Completion,
+        probes: list[Probe],
+        *,
+        deadline_at: float,
+        attempts: list[Attempt],
+    ) -> tuple[str, Usage, Answers]:
+        """The answer's text, or the retry's when it misses less: the retry (once, on the
+        same model, within what is left of the deadline) is told what the answer missed.
+        Returns the text, the calls' usage, and what the answers missed."""
+        text = answer.text.strip()
+        first = tuple(missed(text, probes))
+        remaining = deadline_at - self.clock()
+        if not first or remaining <= 0:
+            return text, answer.usage, Answers(first)
+        messages = (
+            Message.user(prompt),
+            Message("assistant", (Text(text),)),
+            Message.user(retry_request(first)),
+        )
+        again = await self._attempt(model, messages, remaining, attempts, "retry: ")
+        if again is None:
+            return text, answer.usage, Answers(first, True, first)
+        usage = _plus(answer.usage, again.usage)
+        second = tuple(missed(again.text.strip(), probes))
+        if len(second) >= len(first):
+            return text, usage, Answers(first, True, first)
+        return again.text.strip(), usage, Answers(first, True, second)
+
+    async def _call(self, model: str, messages: tuple[Message, ...]) -> Completion:
         name = parse_model(model)
         request = Request(
             model=name.name,
-            messages=(Message.user(prompt),),
+            messages=messages,
             system=SYSTEM_PROMPT,
             max_tokens=self.settings.max_tokens,
             thinking=False,
@@ -329,3 +345,12 @@ def _recall_query(view: Projection) -> str:
     ]
     picked = [humans[0], humans[-1]] if len(humans) > 1 else humans
     return "\n".join(picked)[:1_000]
+
+
+def _plus(one: Usage, two: Usage) -> Usage:
+    return Usage(
+        one.input + two.input,
+        one.cache_read + two.cache_read,
+        one.cache_write + two.cache_write,
+        one.output + two.output,
+    )

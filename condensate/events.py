@@ -75,6 +75,10 @@ class ThreadCreated(_Event):
     """The thread's agent has ``recall``: its receipts say how to get a cleared result back."""
     output_cap: int | None = None
     """Tokens of a tool result the view shows; a larger one is paged (the log keeps it all)."""
+    clamp_tokens: int | None = None
+    """The clamp (``clamps``): any one message, result or argument longer than this many
+    tokens' worth of characters keeps its head and tail in the view (None: no clamp, as for
+    every thread created before clamps)."""
     near_limit_warnings: bool = False
     """Each request near the line carries an URGENT or CRITICAL notice in its system prompt."""
 
@@ -200,6 +204,23 @@ class WindowTrigger(BaseModel):
     reason: str
 
 
+class ProbeReport(BaseModel):
+    """What the probes found in a curator summary before its window was committed
+    (``condensate.probes``): each kind's count, what the first answer missed, what a retry
+    still missed, what the repair appended, and anything still failing after it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    checked: dict[str, int]
+    missed: tuple[str, ...] = ()
+    retried: bool = False
+    missed_after_retry: tuple[str, ...] = ()
+    repaired: tuple[str, ...] = ()
+    failing: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    """The files the summary had to name: the next summary's probes carry them on."""
+
+
 class Window(_Event):
     """One context reduction. ``cleared`` names results that became receipts; a summary or a
     drop replaces everything before ``keep_from`` except the brief and pins."""
@@ -217,6 +238,8 @@ class Window(_Event):
     request: int | None = None
     """The seq of the compaction request this window carries out."""
     ask: str | None = None
+    probes: ProbeReport | None = None
+    """A curator summary's probe report (None for any other window)."""
 
 
 class AskOpened(_Event):

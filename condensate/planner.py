@@ -17,7 +17,14 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from condensate import tiers
-from condensate.events import Author, CheapTier, Window, WindowKind, WindowTrigger
+from condensate.events import (
+    Author,
+    CheapTier,
+    ProbeReport,
+    Window,
+    WindowKind,
+    WindowTrigger,
+)
 from condensate.meter import ContextUsage
 from condensate.projector import CANNOT_HELP_CODE, PAUSE_CODE, Projection
 from condensate.tiers import TierSettings
@@ -93,9 +100,15 @@ class Cut:
         return self.kind == "summary" and self.summary is None
 
     def window(
-        self, cut: int, at: datetime, summary: str | None = None, author: Author | None = None
+        self,
+        cut: int,
+        at: datetime,
+        summary: str | None = None,
+        author: Author | None = None,
+        probes: ProbeReport | None = None,
     ) -> Window:
-        """The event that records this cut, once any summary is written."""
+        """The event that records this cut, once any summary is written (with what its
+        probes found, for a curator's)."""
         text = summary if summary is not None else self.summary
         return Window(
             at=at,
@@ -114,6 +127,22 @@ class Cut:
                 freed=self.freed,
                 reason=self.reason,
             ),
+            request=self.request,
+            ask=self.ask,
+            probes=probes,
+        )
+
+    def as_slide(self) -> Cut:
+        """The summary did not arrive and the prompt would pass the ceiling: the sliding
+        window drops the same range without one (no model call; a one-line notice)."""
+        return Cut(
+            self.usage,
+            "drop",
+            f"{self.reason}; sliding window: no summary arrived",
+            self.freed,
+            self.cleared,
+            self.keep_from,
+            author="system",
             request=self.request,
             ask=self.ask,
         )

@@ -1,37 +1,116 @@
-"""What a cut would remove right now, for operators deciding how to answer an ask. Pure."""
+"""What a cut would remove right now, and what it would cost, for operators deciding how to
+answer an ask. Pure.
+
+For each tier: the tokens it frees; the cached prefix it invalidates (everything after the
+first entry it changes was read from the provider's cache and must be written again on the
+next call; on an engine that applies a summary by restarting its session, the whole prompt)
+with the dollar cost of writing it again and what each later call saves; and for a summary,
+the curator call's own cost (its prompt, and at most its output budget).
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from condensate import tiers
+from condensate.curator import SYSTEM_PROMPT, replaced_entries, summary_prompt
 from condensate.meter import ContextUsage
 from condensate.planner import PlannerSettings, Stop, summary_plan
+from condensate.prices import Price
+from condensate.probes import probes_for
 from condensate.projector import Entry, Projection
 from condensate.receipts import receipt
+from condensate.tokens import estimate
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The prices a preview is costed at (None: the model has no known price)."""
+
+    model: str
+    price: Price | None
+    curator_model: str
+    curator_price: Price | None
+    curator_output: int
+    """The most a summary's text may take (the curator's output budget)."""
+
+
+@dataclass(frozen=True)
+class CuratorCost:
+    model: str
+    input: int
+    output: int
+    """At most: the curator's output budget (a retry after missed probes costs it again)."""
+    usd: float | None
+
+
+@dataclass(frozen=True)
+class TierCost:
+    freed: int
+    invalidated: int
+    """Cached tokens after the first change (the whole prompt, for a restarting summary)."""
+    rewritten: int
+    """Tokens the next call writes to the cache again, after the cut."""
+    rewrite_usd: float | None
+    saved_per_call_usd: float | None
+    """What every later call no longer reads from the cache."""
+    curator: CuratorCost | None = None
+
+    @property
+    def break_even_calls(self) -> int | None:
+        """Calls after which the cut has paid for its rewrite (and its curator call)."""
+        if self.rewrite_usd is None or not self.saved_per_call_usd:
+            return None
+        curator = (self.curator.usd or 0.0) if self.curator else 0.0
+        spent = self.rewrite_usd + curator
+        return math.ceil(spent / self.saved_per_call_usd)
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "freed": self.freed,
+            "invalidatedTokens": self.invalidated,
+            "rewrittenTokens": self.rewritten,
+            "rewriteUsd": self.rewrite_usd,
+            "savedPerCallUsd": self.saved_per_call_usd,
+            "breakEvenCalls": self.break_even_calls,
+        }
+        if self.curator is not None:
+            data["curator"] = {
+                "model": self.curator.model,
+                "inputTokens": self.curator.input,
+                "outputTokens": self.curator.output,
+                "usd": self.curator.usd,
+            }
+        return data
 
 
 @dataclass(frozen=True)
 class Preview:
-    microcompact_freed: int
     microcompact_receipts: tuple[str, ...]
-    collapse_freed: int
+    microcompact: TierCost
+    collapse: TierCost
     summary_keep_from: int | None
     summary_removed: dict[str, int]
     summary_possible: bool
+    summary: TierCost | None
+    """None when no summary is possible."""
 
     def as_json(self) -> dict[str, Any]:
         return {
             "microcompact": {
-                "freed": self.microcompact_freed,
+                "freed": self.microcompact.freed,
                 "receipts": list(self.microcompact_receipts),
+                "cost": self.microcompact.as_json(),
             },
-            "collapse": {"freed": self.collapse_freed},
+            "collapse": {"freed": self.collapse.freed, "cost": self.collapse.as_json()},
             "summary": {
                 "possible": self.summary_possible,
                 "keepFrom": self.summary_keep_from,
                 "removedByKind": self.summary_removed,
+                "freed": None if self.summary is None else self.summary.freed,
+                "cost": None if self.summary is None else self.summary.as_json(),
             },
         }
 
@@ -42,9 +121,58 @@ def _kind(entry: Entry) -> str:
     return entry.role
 
 
-def preview(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Preview:
-    micro = tiers.cheap_clearing(view, "microcompact", settings.tiers, view.protect_from)
-    collapse = tiers.cheap_clearing(view, "collapse", settings.tiers, view.protect_from)
+def _usd(tokens: int, per_million: float | None) -> float | None:
+    return None if per_million is None else round(tokens * per_million / 1_000_000, 6)
+
+
+def _suffix(view: Projection, first: int | None) -> int:
+    """The view's tokens from position ``first`` on (0 when nothing changes)."""
+    return 0 if first is None else sum(e.tokens for e in view.entries[first:])
+
+
+def _cost(
+    freed: int, invalidated: int, rewritten: int, pricing: Pricing, curator: CuratorCost | None
+) -> TierCost:
+    price = pricing.price
+    return TierCost(
+        freed,
+        invalidated,
+        rewritten,
+        _usd(rewritten, None if price is None else price.cache_write),
+        _usd(freed, None if price is None else price.cache_read),
+        curator,
+    )
+
+
+def _cheap(view: Projection, clearing: tiers.Clearing, pricing: Pricing) -> TierCost:
+    positions = [p for seq in clearing.cleared if (p := view.position(seq)) is not None]
+    invalidated = _suffix(view, min(positions, default=None))
+    return _cost(clearing.freed, invalidated, max(invalidated - clearing.freed, 0), pricing, None)
+
+
+def _curator(view: Projection, keep_from: int | None, pricing: Pricing) -> CuratorCost:
+    """The curator's one call: its system prompt and the summary prompt it would read."""
+    still_open = [
+        p for p in probes_for(view, replaced_entries(view, keep_from)) if p.kind == "open"
+    ]
+    prompt = estimate(SYSTEM_PROMPT) + estimate(summary_prompt(view, keep_from, [], still_open))
+    price = pricing.curator_price
+    output = pricing.curator_output
+    usd = None
+    if price is not None:
+        usd = round((prompt * price.input + output * price.output) / 1_000_000, 6)
+    return CuratorCost(pricing.curator_model, prompt, output, usd)
+
+
+def preview(
+    view: Projection,
+    usage: ContextUsage,
+    settings: PlannerSettings,
+    pricing: Pricing,
+) -> Preview:
+    protect = view.protect_from
+    micro = tiers.cheap_clearing(view, "microcompact", settings.tiers, protect)
+    collapse = tiers.cheap_clearing(view, "collapse", settings.tiers, protect)
     receipts = []
     for seq in micro.cleared:
         position = view.position(seq)
@@ -54,17 +182,29 @@ def preview(view: Projection, usage: ContextUsage, settings: PlannerSettings) ->
     chosen = summary_plan(view, usage, settings)
     removed: dict[str, int] = {}
     keep_from = None
+    summary = None
     if not isinstance(chosen, Stop):
         keep_from = chosen.keep_from
         end = len(view.entries) if keep_from is None else view.position(keep_from) or 0
-        for entry in view.entries[:end]:
+        first = None
+        for i, entry in enumerate(view.entries[:end]):
             if not view.is_protected(entry):
+                first = i if first is None else first
                 removed[_kind(entry)] = removed.get(_kind(entry), 0) + entry.tokens
+        if settings.restarts:
+            # A new session: nothing of the old prompt stays cached, the baseline included.
+            invalidated, rewritten = usage.measured, max(usage.measured - chosen.freed, 0)
+        else:
+            invalidated = _suffix(view, first)
+            rewritten = max(invalidated - chosen.freed, 0)
+        curator = _curator(view, keep_from, pricing)
+        summary = _cost(chosen.freed, invalidated, rewritten, pricing, curator)
     return Preview(
-        micro.freed,
         tuple(receipts),
-        collapse.freed,
+        _cheap(view, micro, pricing),
+        _cheap(view, collapse, pricing),
         keep_from,
         removed,
         not isinstance(chosen, Stop),
+        summary,
     )

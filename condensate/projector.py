@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from condensate import paging, receipts, reset
+from condensate import clamps, paging, receipts, reset
 from condensate.events import (
     ApprovalAnswered,
     ApprovalRequested,
@@ -55,6 +55,11 @@ DROP_NOTICE = (
     "latest instruction and pinned messages are kept; before relying on anything else from "
     "before this point, reread any file you need.]"
 )
+SLIDE_NOTICE = (
+    "[Condensate dropped the messages before seq {keep_from} without a summary: none could be "
+    "written in time and the prompt would have passed its ceiling. The brief, your latest "
+    "instruction and pinned messages are kept; recall(seq=N) brings back any earlier one.]"
+)
 PAUSE_CODE = "window-paused"
 CANNOT_HELP_CODE = "windows-cannot-help"
 
@@ -79,13 +84,39 @@ class Entry:
     read_key: str | None = None
     """For a re-readable result, what it read (its tool and its call's arguments): a later
     result of the same key supersedes it."""
+    clamped: int | None = None
+    """The thread's clamp in characters, when a text, an output or an argument of this
+    entry is longer: the view shows its head and tail (``clamps``)."""
 
     def shown_output(self) -> str:
-        """A tool result's output as the view shows it: its first page when it is paged."""
+        """A tool result's output as the view shows it: its first page when it is paged,
+        its head and tail when it is clamped."""
         assert isinstance(self.event, ToolResult)
-        if self.paged is None:
-            return self.event.output
-        return paging.shown(self.event.output, self.paged, self.seq)
+        if self.paged is not None:
+            return paging.shown(self.event.output, self.paged, self.seq)
+        if self.clamped is not None:
+            return clamps.clamp(self.event.output, self.clamped, self.seq)
+        return self.event.output
+
+    def shown_text(self) -> str:
+        """A user or an assistant message's text as the view shows it."""
+        assert isinstance(self.event, UserMessage | AssistantMessage)
+        if self.clamped is None:
+            return self.event.text
+        return clamps.clamp(self.event.text, self.clamped, self.seq)
+
+    def shown_calls(self) -> tuple[ToolCall, ...]:
+        """An assistant message's calls as the view shows them (long arguments clamped)."""
+        assert isinstance(self.event, AssistantMessage)
+        cap = self.clamped
+        if cap is None:
+            return self.event.tool_calls
+        return tuple(
+            c.model_copy(update={"arguments": clamps.clamp_value(c.arguments, cap, self.seq)})
+            if clamps.has_long_string(c.arguments, cap)
+            else c
+            for c in self.event.tool_calls
+        )
 
 
 @dataclass(slots=True)
@@ -185,6 +216,9 @@ class Projection:
     last_turn_reason: str = ""
     turn_started_seq: int = 0
     """The seq of the latest ``turn.started``: input logged after it no turn has taken up."""
+    completed_turn_seq: int = 0
+    """The seq of the latest turn that ended completed: a human instruction after it is
+    still open (a summary must state it)."""
     windows: list[WindowRecord] = field(default_factory=list)
     tiers_since_summary: list[str] = field(default_factory=list)
     unjoined: dict[str, int] = field(default_factory=dict)
@@ -204,6 +238,11 @@ class Projection:
     """The agent has ``recall``: receipts say so."""
     output_cap: int | None = None
     """Tokens of a tool result the view shows whole (None: every result is shown whole)."""
+    clamp_chars: int | None = None
+    """Characters of any one message, result or argument the view shows whole; a longer one
+    keeps its head and tail (None: nothing is clamped)."""
+    clamped: int = 0
+    """Entries clamped so far: what the gateway shows in place of them changes with it."""
     reset_requested: str | None = None
     """The call of a ``condense`` whose reset is requested and not yet committed."""
     resets: int = 0
@@ -250,9 +289,11 @@ class Projection:
                 self.turn += 1
                 self.turn_open = True
                 self.turn_started_seq = seq
-            case TurnEnded(reason=reason):
+            case TurnEnded(reason=reason, outcome=outcome):
                 self.turn_open = False
                 self.last_turn_reason = reason
+                if outcome == "completed":
+                    self.completed_turn_seq = seq
             case UserMessage():
                 self._user(seq, event, tokens)
             case MessagePinned(pinned=pinned):
@@ -261,7 +302,8 @@ class Projection:
             case AssistantMessage():
                 for call in event.tool_calls:
                     self._calls[call.id] = seq
-                self._push(Entry(seq, "assistant", tokens, tokens, event, batch=seq))
+                entry = Entry(seq, "assistant", tokens, tokens, event, batch=seq)
+                self._push(self._clamped(entry, _assistant_over(event, self.clamp_chars)))
             case ToolResult():
                 self._result(seq, event, tokens)
             case ModelUsage():
@@ -296,7 +338,8 @@ class Projection:
             self.pinned.append(seq)
         if event.author == "human":
             self.current_task = seq
-        self._push(Entry(seq, "user", tokens, tokens, event))
+        entry = Entry(seq, "user", tokens, tokens, event)
+        self._push(self._clamped(entry, clamps.over(event.text, self.clamp_chars)))
 
     def _result(self, seq: int, event: ToolResult, tokens: int) -> None:
         batch = self._calls.pop(event.call_id, seq)
@@ -312,12 +355,25 @@ class Projection:
         if cap is not None and tokens > cap:
             entry.paged = paging.shown_chars(event.output, tokens, cap)
             entry.tokens = estimate(entry.shown_output())
-        self._push(entry)
+            self._push(entry)
+            return
+        self._push(self._clamped(entry, clamps.over(event.output, self.clamp_chars)))
+
+    def _clamped(self, entry: Entry, over: bool) -> Entry:
+        """``entry``, clamped when one of its parts is longer than the thread's clamp."""
+        if over and self.clamp_chars is not None:
+            self.clamped += 1
+            entry.clamped = self.clamp_chars
+            entry.tokens = estimate(_shown(entry))
+        return entry
 
     def _created(self, event: ThreadCreated) -> None:
         self.engine, self.model, self.head = event.engine, event.model, event.head
         self.recall = event.recall
         self.output_cap = event.output_cap
+        self.clamp_chars = (
+            None if event.clamp_tokens is None else clamps.cap_chars(event.clamp_tokens)
+        )
         self.baseline_tokens = event.baseline_tokens
 
     def _fold_ask(self, seq: int, event: AskOpened | AskAnswered | CompactionRequested) -> None:
@@ -463,7 +519,7 @@ class Projection:
         if window.window_kind == "summary":
             marker = Entry(seq, "summary", tokens, tokens, window)
         else:
-            notice = estimate(DROP_NOTICE)
+            notice = estimate(drop_notice(window))
             marker = Entry(seq, "notice", notice, notice, window)
         self.entries = [*kept_head, marker, *self.entries[cut:]]
         self._index = {e.seq: i for i, e in enumerate(self.entries)}
@@ -643,6 +699,30 @@ def _load(data: dict[str, Any]) -> Projection:
     projection._index = {e.seq: i for i, e in enumerate(entries)}
     projection._calls = {str(k): int(v) for k, v in calls.items()}
     return projection
+
+
+def drop_notice(window: Window) -> str:
+    """What stands where a drop took the earlier messages: a forced drop's notice (the model's
+    hard limit), or the sliding window's one line (the summary did not arrive)."""
+    if window.forced or window.keep_from is None:
+        return DROP_NOTICE
+    return SLIDE_NOTICE.format(keep_from=window.keep_from)
+
+
+def _assistant_over(event: AssistantMessage, cap: int | None) -> bool:
+    if cap is None:
+        return False
+    return len(event.text) > cap or any(
+        clamps.has_long_string(c.arguments, cap) for c in event.tool_calls
+    )
+
+
+def _shown(entry: Entry) -> str:
+    """What a clamped entry shows, as one text (to estimate its tokens)."""
+    if entry.role == "tool":
+        return entry.shown_output()
+    calls = entry.shown_calls() if isinstance(entry.event, AssistantMessage) else ()
+    return "\n".join([entry.shown_text(), *(json.dumps(c.arguments) for c in calls)])
 
 
 def pinnable(view: Projection, seq: int) -> str | None:

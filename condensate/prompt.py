@@ -20,7 +20,7 @@ from condensate.events import (
     UserMessage,
     Window,
 )
-from condensate.projector import DROP_NOTICE, Entry, Projection
+from condensate.projector import Entry, Projection, drop_notice
 from condensate.providers.types import Block, Message, Text, Thinking, ToolOutput, ToolUse
 
 SUMMARY_OPEN = "<summary>"
@@ -35,13 +35,13 @@ def _blocks(entry: Entry) -> tuple[str, list[Block]]:
         assert isinstance(event, ToolResult)
         return "user", [ToolOutput(event.call_id, entry.shown_output(), event.is_error)]
     match event:
-        case UserMessage(text=text):
-            return "user", [Text(text)]
+        case UserMessage():
+            return "user", [Text(entry.shown_text())]
         case AssistantMessage():
             blocks: list[Block] = [Thinking(t.text, t.signature) for t in event.thinking]
             if event.text:
-                blocks.append(Text(event.text))
-            blocks += [ToolUse(c.id, c.name, c.arguments) for c in event.tool_calls]
+                blocks.append(Text(entry.shown_text()))
+            blocks += [ToolUse(c.id, c.name, c.arguments) for c in entry.shown_calls()]
             return "assistant", blocks
         case Window(window_kind="summary", summary=summary):
             text = (
@@ -50,7 +50,7 @@ def _blocks(entry: Entry) -> tuple[str, list[Block]]:
             )
             return "user", [Text(text)]
         case Window():
-            return "user", [Text(DROP_NOTICE)]
+            return "user", [Text(drop_notice(event))]
         case ResetCommitted():
             return "user", [Text(reset.NOTICE)]
         case ResetWarned(text=text):

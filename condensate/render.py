@@ -19,7 +19,7 @@ from condensate.events import (
     UserMessage,
     Window,
 )
-from condensate.projector import DROP_NOTICE, Entry, Projection
+from condensate.projector import Entry, Projection, drop_notice
 
 OPEN = "<condensate_window>"
 CLOSE = "</condensate_window>"
@@ -44,18 +44,18 @@ def entry_text(entry: Entry, view: Projection) -> str:
         return f"## Cleared tool result\n{entry.receipt}"
     event = entry.event
     match event:
-        case UserMessage(text=text):
+        case UserMessage():
             title = "Brief" if entry.seq == view.brief_seq else f"User (seq {entry.seq})"
             if event.pinned and entry.seq != view.brief_seq:
                 title = f"Pinned (seq {entry.seq})"
-            return f"## {title}\n{text}"
+            return f"## {title}\n{entry.shown_text()}"
         case AssistantMessage():
             lines = [f"## Assistant (seq {entry.seq})"]
             if event.text:
-                lines.append(event.text)
+                lines.append(entry.shown_text())
             lines += [
                 f"[tool call {call.id}] {call.name} {json.dumps(call.arguments, sort_keys=True)}"
-                for call in event.tool_calls
+                for call in entry.shown_calls()
             ]
             return "\n".join(lines)
         case ToolResult():
@@ -65,7 +65,7 @@ def entry_text(entry: Entry, view: Projection) -> str:
         case Window(window_kind="summary", summary=summary, author=author):
             return f"## Summary of earlier work (by the {author or 'curator'})\n{summary or ''}"
         case Window():
-            return f"## Dropped context\n{DROP_NOTICE}"
+            return f"## Dropped context\n{drop_notice(event)}"
         case ResetCommitted():
             return f"## Notice\n{reset.NOTICE}"
         case ResetWarned(text=text):

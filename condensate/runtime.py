@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 
 from condensate import admission, approvals, asks, engines, prices, window_step
 from condensate.admission import Admission
-from condensate.curator import Curator, Miss, carry_out
+from condensate.curator import Curator, Miss, Summary, carry_out
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
@@ -54,7 +54,7 @@ from condensate.events import (
     Window,
     now_utc,
 )
-from condensate.gateway.wire import NewestResult, Notices, ResetCut
+from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Ask, Cut
 from condensate.projector import Projection
@@ -252,6 +252,10 @@ class Runtime:
         thread = self.threads.get(thread_id)
         return {} if thread is None else admission.receipts(thread)
 
+    def clamps(self, thread_id: str) -> Clamps:
+        thread = self.threads.get(thread_id)
+        return Clamps() if thread is None else admission.clamps(thread)
+
     async def admit(self, thread_id: str, size: int, ids: Sequence[str]) -> Admission:
         thread = self.threads.get(thread_id)
         if thread is None:
@@ -411,6 +415,7 @@ class Runtime:
             reset=spec.reset,
             recall=profile.info.recall,
             output_cap=spec.output_cap,
+            clamp_tokens=profile.planner.tiers.clamp_tokens,
             near_limit_warnings=spec.near_limit_warnings,
         )
         await self.append(
@@ -571,7 +576,13 @@ class Runtime:
             window = window.model_copy(update={"ask": ask.ask_id})
         if window is None:
             return result.reason if isinstance(result, Miss) else "no summary"
-        (stored,) = await self.append(thread, window)
+        # The curator's calls are billed to the thread, as a side call (no anchor).
+        spent = (
+            [result.usage.logged(self.clock(), result.model, side=True)]
+            if isinstance(result, Summary)
+            else []
+        )
+        *_, stored = await self.append(thread, [*spent, window])
         assert isinstance(stored.event, Window)
         if window.window_kind in ("summary", "drop") and thread.profile.info.restarts:
             # The CLI's session now holds what the window cut: its requests go no further

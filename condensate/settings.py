@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     """Recent tool results cheap tiers keep verbatim (the latest batch's always)."""
     window_exclude_tools: list[str] = Field(default_factory=list)
     """Tools whose results cheap tiers never clear, as JSON: ``["Edit", "apply_patch"]``."""
+    clamp_tokens: int = Field(default=TierSettings().clamp_tokens or 0, ge=0, le=10_000_000)
+    """Any one message, result or argument over this many tokens keeps its head and tail in
+    a new thread's view (0: nothing clamped)."""
 
     anthropic_base_url: str = "https://api.anthropic.com"
     anthropic_api_key: str = Field(
@@ -127,6 +130,7 @@ class Settings(BaseSettings):
             early_share=self.window_early or None,
             keep_pairs=self.window_keep_pairs,
             exclude_tools=frozenset(bare_tool(t) for t in self.window_exclude_tools),
+            clamp_tokens=self.clamp_tokens or None,
         )
         return PlannerSettings(
             tiers=tiers,

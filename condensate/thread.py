@@ -15,6 +15,7 @@ from condensate.engine import Checkpoint, EngineAdapter, ThreadSpec
 from condensate.engines import Profile
 from condensate.eventlog import EventStore
 from condensate.events import Event, ResetWarned, Stored
+from condensate.gateway.wire import Clamps
 from condensate.meter import ContextUsage, ModelWindow
 from condensate.projector import Projection
 from condensate.providers import ModelClient
@@ -51,7 +52,8 @@ class Thread:
     over_line: str | None = None
     """Why the last request the gateway held went on over the line, if it did."""
     receipts: Mapping[str, str] = field(default_factory=dict)
-    receipts_at: tuple[int, int] = (-1, -1)
+    clamps: Clamps = field(default_factory=Clamps)
+    receipts_at: tuple[int, int, int] = (-1, -1, -1)
     """The view's layout (and, for a thread that resets or pages, its last seq) ``receipts``
     were taken at."""
     counting: int = 0

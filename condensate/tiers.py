@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from condensate.clamps import DEFAULT_TOKENS as DEFAULT_CLAMP_TOKENS
 from condensate.events import CheapTier, ToolResult, UserMessage, Window
 from condensate.receipts import Category, bare_tool, receipt
 from condensate.tokens import estimate
@@ -55,6 +56,10 @@ class TierSettings:
 
     summary_budget: int = 4_000
     """Tokens set aside for a summary's text (ours)."""
+    clamp_tokens: int | None = DEFAULT_CLAMP_TOKENS
+    """Any one message, result or argument longer than this many tokens' worth of
+    characters keeps its head and tail in the view (``clamps``; ``CONDENSATE_CLAMP_TOKENS``;
+    None: nothing clamped). A new thread records it, so its view never changes after."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from condensate import paging, reset
+from condensate import clamps, paging, reset
 from condensate.api import INT64_MAX
 from condensate.context_tools import CONDENSE, RECALL
 from condensate.engine import ThreadSpec
@@ -58,8 +58,10 @@ async def read_back(ctx: ThreadReader, name: str, args: Mapping[str, Any]) -> tu
     event = stored.event
     if isinstance(event, ToolResult):
         text = event.output
-    elif isinstance(event, UserMessage | AssistantMessage):
+    elif isinstance(event, UserMessage):
         text = event.text
+    elif isinstance(event, AssistantMessage):
+        text = clamps.readable(event.text, [(c.id, c.name, c.arguments) for c in event.tool_calls])
     else:
         return f"Seq {seq} is a {event.kind} event, not a message or a tool result.", True
     size = paging.page_chars(ctx.view.output_cap)

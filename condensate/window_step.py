@@ -77,6 +77,18 @@ def missed_text(reason: str) -> str:
     )
 
 
+def slid_text(reason: str) -> str:
+    return (
+        f"No summary arrived before the deadline ({reason}) and the prompt would pass its "
+        "ceiling: the sliding window drops the earlier messages instead (no model call)."
+    )
+
+
+def _no_room(usage: ContextUsage) -> bool:
+    """The prompt would pass the ceiling: going on uncut is no longer an option."""
+    return usage.used > usage.limit
+
+
 def on_request(usage: ContextUsage, size: int) -> ContextUsage:
     """The view's usage with a request's own size in place of the view's."""
     line = usage.line
@@ -106,6 +118,10 @@ async def step(host: Host, settings: PlannerSettings, size: int | None = None) -
                 return Step(usage, tuple(taken), stop=reason)
             case Cut():
                 window = await host.carry_out(decision)
+                if isinstance(window, str) and decision.kind == "summary" and _no_room(usage):
+                    # No summary, and going on uncut would pass the ceiling: slide instead.
+                    await host.say("summary-missed", slid_text(window))
+                    window = await host.carry_out(decision.as_slide())
                 if isinstance(window, str):
                     await host.say("summary-missed", missed_text(window))
                     return Step(usage, tuple(taken), missed=window)

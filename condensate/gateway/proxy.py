@@ -34,6 +34,7 @@ from condensate.gateway.wire import (
     MEASURED_PATHS,
     USAGE_EVENTS,
     Api,
+    Clamps,
     NewestResult,
     Notices,
     ReplyUsage,
@@ -49,6 +50,7 @@ from condensate.gateway.wire import (
     held_text,
     newest_result,
     result_ids,
+    with_clamps,
     with_notices,
     with_receipts,
     with_reset,
@@ -153,6 +155,10 @@ class GatewayAdmitter(Protocol):
         """Call id -> receipt: the view's cleared results, as the provider is to see them."""
         ...
 
+    def clamps(self, thread_id: str) -> Clamps:
+        """The view's clamped texts and calls, as the provider is to see them."""
+        ...
+
     async def admit(self, thread_id: str, size: int, ids: Sequence[str]) -> Admitted: ...
 
     def baseline(self, thread_id: str) -> int | None:
@@ -220,6 +226,7 @@ class _Rewrite:
 
     shown: Mapping[str, str]
     cut: ResetCut | None = None
+    clamped: Clamps = field(default_factory=Clamps)
 
     def apply(self, api: Api, document: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         """The request as the provider is to get it, and whether that differs from
@@ -228,7 +235,8 @@ class _Rewrite:
         if self.cut is not None:
             document, cut = with_reset(api, document, self.cut)
         out, replaced = with_receipts(api, document, self.shown)
-        return out, cut or replaced > 0
+        out, clamped = with_clamps(api, out, self.clamped)
+        return out, cut or replaced > 0 or clamped > 0
 
 
 @dataclass
@@ -313,12 +321,14 @@ class Gateway:
                     await admitter.caught_up(thread, newest_result(api, document))
             # Asked once: the bound and the measurement both decide against them.
             shown = admitter.receipts(thread) if admitter is not None else {}
+            clamped = admitter.clamps(thread) if admitter is not None else Clamps()
             gate = admitter.gate(thread) if admitter is not None else None
             cut = admitter.reset_cut(thread) if admitter is not None else None
-            if cut is None and document is None and self._surely_under(call, body, shown, gate):
+            rewrite = _Rewrite(shown, cut, clamped)
+            if cut is None and document is None and self._surely_under(call, body, rewrite, gate):
                 call.later = call.own = body
             elif document is not None or (document := _json_object(body)) is not None:
-                admitted = await self._admit(call, document, body, _Rewrite(shown, cut), gate)
+                admitted = await self._admit(call, document, body, rewrite, gate)
                 if isinstance(admitted, web.Response):
                     return admitted
                 body = admitted
@@ -343,13 +353,11 @@ class Gateway:
             log.warning("gateway_upstream_failed", url=url, error=str(exc))
             return _error(api, 502, "upstream-unreachable", detail)
 
-    def _surely_under(
-        self, call: _Call, body: bytes, shown: Mapping[str, str], gate: int | None
-    ) -> bool:
+    def _surely_under(self, call: _Call, body: bytes, rewrite: _Rewrite, gate: int | None) -> bool:
         """Whether the request can go on before it is parsed: nothing in it is to be
-        replaced (``shown``, the view's receipts), and its bytes bound it under the gate
+        replaced (the view's receipts and clamps), and its bytes bound it under the gate
         (``bound``), or no gate applies."""
-        if shown:
+        if rewrite.shown or rewrite.clamped:
             return False
         if gate is None:
             return True
@@ -382,9 +390,9 @@ class Gateway:
             verdict = await admitter.admit(thread, size, result_ids(call.api, projected))
             if not verdict.forward:
                 return self._held(call, verdict.text)
-            fresh = admitter.receipts(thread)
-            if fresh != rewrite.shown:
-                rewrite = _Rewrite(fresh, rewrite.cut)
+            fresh, clamped = admitter.receipts(thread), admitter.clamps(thread)
+            if fresh != rewrite.shown or clamped != rewrite.clamped:
+                rewrite = _Rewrite(fresh, rewrite.cut, clamped)
                 projected, changed = rewrite.apply(call.api, document)
                 self._measure(call, projected)
         notices = Notices()

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from condensate import clamps
 from condensate.gateway.bound import bound as bytes_bound
 from condensate.tokens import MESSAGE_OVERHEAD, Counter
 
@@ -531,6 +532,106 @@ def with_receipts(
                 items.append(item)
         out["input"] = items
     return out, replaced
+
+
+# -- clamps in flight ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Clamps:
+    """The texts and calls of a thread's view that are clamped (``clamps``), as its CLI's
+    requests carry them: a text block by its digest, a call by its id, each with the seq the
+    log keeps its original at. Results are the receipts' (their clamped output by call id)."""
+
+    cap: int = 0
+    texts: Mapping[str, int] = field(default_factory=dict)
+    calls: Mapping[str, int] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.texts or self.calls)
+
+    def text(self, text: str) -> str:
+        """``text`` as the view shows it."""
+        if len(text) <= self.cap:
+            return text
+        seq = self.texts.get(clamps.digest(text))
+        return text if seq is None else clamps.clamp(text, self.cap, seq)
+
+
+def with_clamps(api: Api, body: Mapping[str, Any], found: Clamps) -> tuple[dict[str, Any], int]:
+    """``body`` with each clamped message text and each clamped call's arguments shown as
+    the view shows them, and how many were changed; the rest is the same objects."""
+    out = dict(body)
+    if not found:
+        return out, 0
+    changed = 0
+    if api == "anthropic":
+        messages = []
+        for message in body.get("messages") or []:
+            new = _clamped_message(message, found) if isinstance(message, Mapping) else message
+            changed += new is not message
+            messages.append(new)
+        out["messages"] = messages
+        return out, changed
+    conversation = body.get("input")
+    if not isinstance(conversation, list):
+        return out, 0
+    items = []
+    for item in conversation:
+        new = _clamped_item(item, found) if isinstance(item, Mapping) else item
+        changed += new is not item
+        items.append(new)
+    out["input"] = items
+    return out, changed
+
+
+def _clamped_message(message: Mapping[str, Any], found: Clamps) -> Mapping[str, Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        shown = found.text(content)
+        return message if shown == content else {**message, "content": shown}
+    if not isinstance(content, list):
+        return message
+    blocks = [_clamped_block(b, found) if isinstance(b, Mapping) else b for b in content]
+    same = all(a is b for a, b in zip(blocks, content, strict=True))
+    return message if same else {**message, "content": blocks}
+
+
+def _clamped_block(block: Mapping[str, Any], found: Clamps) -> Mapping[str, Any]:
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        shown = found.text(block["text"])
+        return block if shown == block["text"] else {**block, "text": shown}
+    if kind == "tool_use" and (seq := found.calls.get(str(block.get("id")))) is not None:
+        arguments = block.get("input")
+        if clamps.has_long_string(arguments, found.cap):
+            return {**block, "input": clamps.clamp_value(arguments, found.cap, seq)}
+    return block
+
+
+def _clamped_item(item: Mapping[str, Any], found: Clamps) -> Mapping[str, Any]:
+    kind = item.get("type")
+    if kind == "message" and isinstance(item.get("content"), list):
+        parts = []
+        for part in item["content"]:
+            text = part.get("text") if isinstance(part, Mapping) else None
+            shown = found.text(text) if isinstance(text, str) else text
+            parts.append(part if shown == text else {**part, "text": shown})
+        same = all(a is b for a, b in zip(parts, item["content"], strict=True))
+        return item if same else {**item, "content": parts}
+    seq = found.calls.get(str(item.get("call_id")))
+    if seq is None:
+        return item
+    for key in ("arguments", "input"):  # a function call's JSON, a custom call's text
+        value = item.get(key)
+        if isinstance(value, str) and len(value) > found.cap:
+            shown = (
+                clamps.clamped_json(value, found.cap, seq)
+                if key == "arguments"
+                else clamps.clamp(value, found.cap, seq, argument=True)
+            )
+            return {**item, key: shown}
+    return item
 
 
 # -- an agent's reset in flight ------------------------------------------------------------------

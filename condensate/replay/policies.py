@@ -58,6 +58,10 @@ class Policy(Protocol):
 
     def limit(self, run: Run) -> int: ...
 
+    def clamp_tokens(self, run: Run) -> int | None:
+        """The clamp the replayed thread is created with (None: nothing clamped)."""
+        ...
+
     async def before_call(self, run: Run) -> str | None:
         """Take whatever windows are due; a reason when the call must not be sent."""
         ...
@@ -115,6 +119,9 @@ class CondensatePolicy:
     def limit(self, run: Run) -> int:
         return measure(run.view, ModelWindow(run.window, True), run.config.ceilings).limit
 
+    def clamp_tokens(self, run: Run) -> int | None:
+        return run.config.planner.tiers.clamp_tokens
+
     async def before_call(self, run: Run) -> str | None:
         done = await window_step.step(RunHost(run), run.config.planner)
         if done.held is not None:
@@ -133,6 +140,9 @@ class UnmanagedPolicy:
 
     def limit(self, run: Run) -> int:
         return run.window
+
+    def clamp_tokens(self, run: Run) -> int | None:
+        return None
 
     async def before_call(self, run: Run) -> str | None:
         return None
@@ -168,6 +178,9 @@ class SingleSummaryPolicy:
 
     def limit(self, run: Run) -> int:
         return run.window
+
+    def clamp_tokens(self, run: Run) -> int | None:
+        return None
 
     async def before_call(self, run: Run) -> str | None:
         used, _ = next_prompt(run.view)

@@ -150,6 +150,7 @@ class Run:
                 model=recording.model,
                 cwd="/replay",
                 baseline_tokens=recording.baseline,
+                clamp_tokens=self.policy.clamp_tokens(self),
             )
         )
         total = len(recording.events)

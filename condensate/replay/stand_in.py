@@ -8,13 +8,12 @@ fake server, so the curator's own calls are billed too.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from condensate.curator import replaced_entries, verbatim_items
-from condensate.events import AssistantMessage, ToolResult, Window
+from condensate.curator import replaced_entries
+from condensate.events import ToolResult, Window
+from condensate.probes import touched, verbatim_items, waiting
 from condensate.projector import Entry, Projection
-from condensate.receipts import files_named, named_by
-from condensate.retention import call_files, file_tool, files_of
 from condensate.tiers import VERBATIM_HEADING
 
 FAKE_CURATOR = "fake"
@@ -34,37 +33,25 @@ def _listed(summary: str, prefix: str) -> list[str]:
 
 
 def touched_files(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
-    """(files read, files edited or written) named anywhere in ``entries``, in order."""
-    read: dict[str, None] = {}
-    changed: dict[str, None] = {}
-
-    def note(tool: str, paths: Iterable[str]) -> None:
-        kind = file_tool(tool)
-        target = read if kind == "read" else changed if kind is not None else None
-        if target is not None:
-            target.update(dict.fromkeys(paths))
-
+    """(files read, files edited or written) named anywhere in ``entries``, in order, the
+    lists of earlier stand-in summaries included."""
+    read: list[str] = []
+    changed: list[str] = []
     for entry in entries:
-        event = entry.event
-        if entry.receipt is not None:
-            named = named_by(entry.receipt)
-            if named is not None:
-                note(named[0], files_named(*named))
-        elif isinstance(event, ToolResult):
-            note(event.tool, files_of(event))
-        elif isinstance(event, AssistantMessage):
-            for call in event.tool_calls:
-                note(call.name, call_files(call))
-        elif isinstance(event, Window) and event.summary:
-            read.update(dict.fromkeys(_listed(event.summary, FILES_READ)))
-            changed.update(dict.fromkeys(_listed(event.summary, FILES_CHANGED)))
-    return list(read), list(changed)
+        if isinstance(entry.event, Window) and entry.event.summary:
+            read += _listed(entry.event.summary, FILES_READ)
+            changed += _listed(entry.event.summary, FILES_CHANGED)
+    now_read, now_changed = touched(entries)
+    read = list(dict.fromkeys([*read, *now_read]))
+    changed = list(dict.fromkeys([*changed, *now_changed]))
+    return read, changed
 
 
 def stand_in_summary(view: Projection, keep_from: int | None) -> str:
     """What a curator that follows its prompt writes, deterministically: the counts of what
-    happened, every file touched, the latest test outcome, and the verbatim record (every
-    human message, every failed call with its error, earlier summaries' records)."""
+    happened, every file touched, the latest test outcome, what waits on someone (an
+    approval, a child), and the verbatim record (every human message, every failed call with
+    its error, earlier summaries' records; an unfinished instruction is among them)."""
     entries = replaced_entries(view, keep_from)
     read, changed = touched_files(entries)
     tools: Counter[str] = Counter()
@@ -85,6 +72,8 @@ def stand_in_summary(view: Projection, keep_from: int | None) -> str:
     ]
     if last_test:
         parts.append(f"Latest test run: {last_test}")
+    if still_open := waiting(view):
+        parts.append("Still open: " + "; ".join(f"{p.label}: {p.needle}" for p in still_open))
     items = verbatim_items(entries)
     text = "\n".join(parts)
     if items:

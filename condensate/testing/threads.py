@@ -30,6 +30,8 @@ from condensate.events import (
     ThreadCreated,
     ToolCall,
     ToolResult,
+    TurnEnded,
+    TurnOutcomeKind,
     TurnStarted,
     UserMessage,
 )
@@ -88,6 +90,10 @@ class ThreadBuilder:
     def turn(self, text: str = "steer", tokens: int = 50, *, pinned: bool = False) -> Stored:
         self.add(TurnStarted(at=self.tick()))
         return self.user(text, tokens, pinned=pinned)
+
+    def end(self, outcome: TurnOutcomeKind = "completed") -> Stored:
+        """The running turn ends."""
+        return self.add(TurnEnded(at=self.tick(), outcome=outcome), 0)
 
     def user(self, text: str = "steer", tokens: int = 50, *, pinned: bool = False) -> Stored:
         return self.add(UserMessage(at=self.tick(), text=text, pinned=pinned), tokens)

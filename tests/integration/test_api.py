@@ -627,13 +627,18 @@ async def test_compact_preview_has_its_shape(
     assert body["requested"] is None
     preview = body["preview"]
     assert set(preview) == {"microcompact", "collapse", "summary"}
-    assert set(preview["microcompact"]) == {"freed", "receipts"}
+    assert set(preview["microcompact"]) == {"freed", "receipts", "cost"}
     assert isinstance(preview["microcompact"]["freed"], int)
     assert isinstance(preview["microcompact"]["receipts"], list)
-    assert set(preview["collapse"]) == {"freed"}
-    assert set(preview["summary"]) == {"possible", "keepFrom", "removedByKind"}
+    assert set(preview["collapse"]) == {"freed", "cost"}
+    assert set(preview["summary"]) == {"possible", "keepFrom", "removedByKind", "freed", "cost"}
     assert isinstance(preview["summary"]["possible"], bool)
     assert isinstance(preview["summary"]["removedByKind"], dict)
+    for tier in ("microcompact", "collapse"):
+        cost = preview[tier]["cost"]
+        assert cost["freed"] == preview[tier]["freed"]
+        # The thread's model is Sonnet 4.5: a cache write is $3.75 a million tokens.
+        assert cost["rewriteUsd"] == round(cost["rewrittenTokens"] * 3.75 / 1_000_000, 6)
     assert set(body["usage"]) >= {"used", "line", "ceiling"}
 
 
@@ -721,6 +726,39 @@ async def test_a_summary_without_text_is_written_by_the_curator(
     assert window["window_kind"] == "summary"
     assert window["author"] == "curator"
     assert written in window["summary"]
+
+
+async def test_a_curator_summary_is_billed_and_records_its_probes(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """The curator's calls are logged as a side call just before the window (billed to the
+    thread, no anchor), and the window holds what the probes found: the brief's steer the
+    answer forgot was asked for again, then repaired."""
+    thread = await started(session, daemon, tmp_path, f"probed {_marker()}")
+    steer = f"Keep the lexer as it is {_marker()}."
+    status, _ = await call(session, daemon, "POST", f"/threads/{thread}/messages", {"text": steer})
+    assert status == 202
+    done = await settled(session, daemon, thread)
+    # Everything up to now goes into the summary: the steer is among what it replaces.
+    body = {"mode": "summary", "keepFrom": done["events"]}
+    seq = await _queue_compaction(session, daemon, thread, body)
+    fake.queue(Text("A summary that forgets the steer."))
+    fake.queue(Text("Still forgetting it."))
+    window = await _window_for(session, daemon, thread, seq)
+    probes = window["probes"]
+    assert probes["retried"] is True
+    assert any(label.endswith("human message") for label in probes["missed"])
+    assert probes["repaired"] == probes["missed_after_retry"]
+    assert probes["failing"] == []
+    assert steer in window["summary"]
+    _, page = await call(
+        session, daemon, "GET", f"/threads/{thread}/tail?after={window['seq'] - 2}&limit=1"
+    )
+    (spent,) = page["events"]
+    assert spent["kind"] == "model.usage"
+    assert spent["side"] is True
+    assert spent["output"] > 0
+    assert spent["usd"] is not None
 
 
 async def test_the_requester_is_recorded_as_operator(

@@ -18,8 +18,10 @@ from condensate.curator import (
     Miss,
     Summary,
     carry_out,
+    replaced_entries,
 )
 from condensate.planner import Cut
+from condensate.probes import probes_for
 from condensate.providers import Endpoint, ModelClient, ProviderSettings, make_client
 from condensate.providers._http import RetryPolicy
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Text
@@ -81,6 +83,12 @@ def long_thread() -> tuple[ThreadBuilder, Cut]:
     return b, d
 
 
+def passing(b: ThreadBuilder, cut: Cut, head: str) -> str:
+    """A summary that starts with ``head`` and holds everything its probes look for."""
+    probes = probes_for(b.view, replaced_entries(b.view, cut.keep_from))
+    return "\n".join([head, *(p.needle for p in probes)])
+
+
 def sent_prompt(fake: FakeModelServer) -> str:
     return json.dumps(fake.requests[-1].body)
 
@@ -88,7 +96,7 @@ def sent_prompt(fake: FakeModelServer) -> str:
 async def test_the_curator_model_writes_the_summary_without_tools(fake, session):
     """The first model in the chain answers in one call, without tools, thinking off."""
     b, cut = long_thread()
-    fake.queue(Text("The parser is half done."), model="claude-haiku-4-5")
+    fake.queue(Text(passing(b, cut, "The parser is half done.")), model="claude-haiku-4-5")
     result = await curator(fake, session).summarize(b.view, cut, THREAD)
     assert isinstance(result, Summary)
     assert result.model == CURATOR
@@ -103,7 +111,7 @@ async def test_first_model_times_out_and_the_fallback_answers(fake, session):
     """A curator model that does not answer in its share of the deadline hands on."""
     b, cut = long_thread()
     fake.queue(Slow(Text("too late"), chunk_delay=1.0, chunks=10), model="claude-haiku-4-5")
-    fake.queue(Text("fallback summary"), model="gpt-5-mini")
+    fake.queue(Text(passing(b, cut, "fallback summary")), model="gpt-5-mini")
     started = time.monotonic()
     result = await curator(fake, session, deadline=3.0).summarize(b.view, cut, THREAD)
     assert isinstance(result, Summary)
@@ -117,7 +125,7 @@ async def test_both_curators_fail_and_the_thread_model_answers(fake, session):
     b, cut = long_thread()
     fake.queue(Fail(500), model="claude-haiku-4-5")
     fake.queue(Fail(401), model="gpt-5-mini")
-    fake.queue(Text("written by the thread's model"), model="claude-sonnet-4-5")
+    fake.queue(Text(passing(b, cut, "written by the thread's model")), model="claude-sonnet-4-5")
     result = await curator(fake, session).summarize(b.view, cut, THREAD)
     assert isinstance(result, Summary)
     assert result.model == THREAD
@@ -266,3 +274,123 @@ async def test_absent_memory_service_is_not_called(fake, session):
     result = await curator(fake, session).summarize(b.view, cut, THREAD)
     assert isinstance(result, Summary)
     assert result.notes == 0
+
+
+# -- probes: checked before the window is committed -----------------------------------------
+
+
+def retry_text(fake: FakeModelServer) -> str:
+    """What the curator's last call said to the model last: the retry's request."""
+    content = fake.requests[-1].body["messages"][-1]["content"]
+    return content if isinstance(content, str) else content[0]["text"]
+
+
+async def test_a_summary_that_misses_is_retried_once_naming_what_it_missed(fake, session):
+    """The first answer forgets the steer and the error: the same model is asked once more,
+    told each missed item; a retry that holds everything is taken as written."""
+    b, cut = long_thread()
+    fake.queue(Text("The parser is half done."), model="claude-haiku-4-5")
+    fake.queue(Text(passing(b, cut, "The parser is half done, retold.")), model="claude-haiku-4-5")
+    result = await curator(fake, session).summarize(b.view, cut, THREAD)
+    assert isinstance(result, Summary)
+    assert len(fake.requests) == 2
+    asked = retry_text(fake)
+    assert '"Please do not touch the lexer."' in asked
+    assert "IndexError: list index out of range" in asked
+    assert result.text.startswith("The parser is half done, retold.")
+    assert VERBATIM_HEADING not in result.text
+    probes = result.probes
+    assert probes is not None
+    assert probes.retried
+    assert [m.split(" ", 2)[2] for m in probes.missed] == [
+        "failed shell(pytest -x)",
+        "human message",
+        "unfinished instruction",
+    ]
+    assert probes.missed_after_retry == ()
+    assert probes.repaired == ()
+    assert probes.failing == ()
+    assert [a.outcome for a in result.attempts] == ["ok", "ok"]
+
+
+async def test_a_retry_that_still_misses_is_repaired_verbatim_and_recorded(fake, session):
+    """What the retry still misses is appended word for word; the report names both the
+    misses and the repair, and nothing fails once repaired."""
+    b, cut = long_thread()
+    fake.queue(Text("First try."), model="claude-haiku-4-5")
+    fake.queue(Text('Second try: "Please do not touch the lexer."'), model="claude-haiku-4-5")
+    result = await curator(fake, session).summarize(b.view, cut, THREAD)
+    assert isinstance(result, Summary)
+    assert result.text.startswith("Second try")
+    assert "IndexError: list index out of range" in result.text
+    probes = result.probes
+    assert probes is not None
+    assert len(probes.missed) > len(probes.missed_after_retry) > 0
+    assert probes.repaired == probes.missed_after_retry
+    assert probes.failing == ()
+    assert result.usage.output > 0
+
+
+async def test_a_retry_that_misses_more_keeps_the_first_answer(fake, session):
+    """A retry worse than the answer it retries is billed but not taken."""
+    b, cut = long_thread()
+    first = "Half: Please do not touch the lexer."
+    fake.queue(Text(first), model="claude-haiku-4-5")
+    fake.queue(Text("Nothing useful."), model="claude-haiku-4-5")
+    result = await curator(fake, session).summarize(b.view, cut, THREAD)
+    assert isinstance(result, Summary)
+    assert result.text.startswith(first)
+    assert result.probes is not None
+    assert result.probes.missed_after_retry == result.probes.missed
+
+
+async def test_a_retry_past_the_deadline_leaves_the_first_answer_repaired(fake, session):
+    """The retry has only what is left of the deadline; when it misses it, the first answer
+    is repaired and committed, the retry's timeout among the attempts."""
+    b, cut = long_thread()
+    fake.queue(Text("First try."), model="claude-haiku-4-5")
+    fake.queue(Slow(Text("late"), chunk_delay=1.0, chunks=10), model="claude-haiku-4-5")
+    started = time.monotonic()
+    result = await curator(fake, session, deadline=2.0).summarize(b.view, cut, THREAD)
+    assert time.monotonic() - started < 3.0
+    assert isinstance(result, Summary)
+    assert result.text.startswith("First try.")
+    assert "Please do not touch the lexer." in result.text
+    assert [a.outcome for a in result.attempts] == ["ok", "timeout"]
+    assert result.probes is not None
+    assert result.probes.failing == ()
+
+
+async def test_the_window_records_what_the_probes_found(fake, session):
+    """The committed window carries the probe report of the summary it holds."""
+    b, cut = long_thread()
+    fake.queue(Text("First try."), model="claude-haiku-4-5")
+    fake.queue(Text("Second try."), model="claude-haiku-4-5")
+    result = await curator(fake, session).summarize(b.view, cut, THREAD)
+    window = carry_out(cut, result, b.seq, b.clock)
+    assert window is not None
+    assert isinstance(result, Summary)
+    assert window.probes == result.probes
+    assert window.probes is not None
+    assert window.probes.missed
+
+
+async def test_open_items_are_in_the_prompt_to_be_stated(fake, session):
+    """An unjoined child is listed in the curator's prompt as still open, and probed."""
+    b = ThreadBuilder()
+    b.turn("Build the parser.", 100)
+    b.spawn("child-9")
+    for _ in range(200):
+        b.reply("working through the parser", 400)
+    b.user("Carry on.", 10)
+    cut = Cut(decide(b).usage, "summary", "test", 1, forced=True)
+    fake.queue(Text("Summary; child-9 is still running."), model="claude-haiku-4-5")
+    result = await curator(fake, session).summarize(b.view, cut, THREAD)
+    prompt = json.loads(sent_prompt(fake))["messages"][0]["content"]
+    text = prompt if isinstance(prompt, str) else prompt[0]["text"]
+    assert "Still open at this point" in text
+    assert "- child child-9 not yet joined: child-9" in text
+    assert isinstance(result, Summary)
+    assert result.probes is not None
+    assert result.probes.checked["open"] == 1
+    assert "child child-9 not yet joined" not in result.probes.missed

@@ -23,7 +23,7 @@ from structlog.testing import capture_logs
 from condensate.engines import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
-from condensate.gateway.wire import NewestResult, Notices, ResetCut
+from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Stall, Text
 
 CLAUDE = "claude-sonnet-4-5"
@@ -135,6 +135,9 @@ class NoRewrites:
 
     def reset_cut(self, thread_id: str) -> ResetCut | None:
         return None
+
+    def clamps(self, thread_id: str) -> Clamps:
+        return Clamps()
 
     def notices(self, thread_id: str, model: str, size: int) -> Notices:
         return Notices()

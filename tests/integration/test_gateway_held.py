@@ -105,7 +105,9 @@ async def test_a_request_over_the_line_is_summarized_and_answered_by_condensate(
     the provider sees the curator's call alone; the next request of the old session is held
     as well, with no second window, and nothing of either is logged as the model's."""
     async with FakeModelServer() as fake:
-        fake.queue(Text("The summary: twelve steps were taken; go on from step 12."))
+        # The summary holds every human message it replaces (its probes pass: one call).
+        steps = " ".join(f"step {i}, go on" for i in range(12))
+        fake.queue(Text(f"The summary: twelve steps were taken; go on from step 12. {steps}"))
         async with runtime_on(tmp_path / "home", fake, engines={"talker": TALKER}) as runtime:
             thread = await runtime.create(
                 ThreadSpec(

@@ -194,3 +194,26 @@ async def test_a_request_near_the_line_carries_a_notice_in_its_system_prompt_onl
     assert "[Condensate] URGENT:" in system(second) or "[Condensate] CRITICAL:" in system(second)
     assert "[Condensate]" not in str(second["messages"])
     assert "[Condensate]" not in str(events)
+
+
+async def test_a_long_argument_reaches_the_model_clamped_by_default(daemon, session, fake, work):
+    """A thread made with the daemon's defaults clamps at 16,000 tokens (64,000 characters):
+    the request after a write of 80,000 characters shows its content's head and tail and a
+    note naming the message's seq; the file and the log hold it whole."""
+    content = "a" * 40_000 + "MIDDLE-OF-THE-WRITE" + "z" * 40_000
+    write = Call("write", {"path": "out.txt", "content": content}, id="call_w1")
+    events, requests = await run(daemon, session, fake, work, [ToolCalls([write]), Text("Done.")])
+    assert (work / "out.txt").read_text() == content
+    made = next(e for e in events if e["kind"] == "message.assistant" and e["tool_calls"])
+    assert made["tool_calls"][0]["arguments"]["content"] == content
+    (use,) = [
+        block
+        for message in requests[-1]
+        for block in message["content"]
+        if block.get("type") == "tool_use"
+    ]
+    shown = use["input"]["content"]
+    assert shown.startswith("a" * 32_000)
+    assert shown.endswith("z" * 32_000)
+    assert "MIDDLE-OF-THE-WRITE" not in shown
+    assert f'read_tool_output(ref="{made["seq"]}") reads the whole message' in shown

@@ -113,7 +113,15 @@ class Wait:
     seconds: int
 
 
-Action = Human | Calls | Reply | Usage | Refused | Spawn | Join | Request | Answer | Wait
+@dataclass(frozen=True)
+class Pin:
+    """Pin a message of the view after the fact (``message.pinned``)."""
+
+    pick: int
+    """Which pinnable message, modulo how many there are."""
+
+
+Action = Human | Calls | Reply | Usage | Refused | Spawn | Join | Request | Answer | Wait | Pin
 
 
 @dataclass(frozen=True)
@@ -194,7 +202,9 @@ def _action(bits: _Bits) -> Action:
         answer = ("summary", "microcompact", "decline")[bits.take(3)]
         by = "operator" if bits.flag() else "thread"
         return Answer(answer, by, bits.summary())  # type: ignore[arg-type]
-    return Wait(bits.between(30, 3_600))
+    if pick < 97:
+        return Wait(bits.between(30, 3_600))
+    return Pin(bits.take(64))
 
 
 def decode_step(value: int) -> Step:

@@ -17,6 +17,7 @@ from condensate.events import (
     AssistantMessage,
     Engine,
     Event,
+    MessagePinned,
     Stored,
     ToolResult,
     TurnEnded,
@@ -24,7 +25,7 @@ from condensate.events import (
 )
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Ask, Cut, Decision, HoldBack, PlannerSettings, Stop, plan
-from condensate.projector import Projection
+from condensate.projector import Projection, pinnable
 from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
 from tests.profiles import shaped
@@ -34,6 +35,7 @@ from tests.unit.strategies import (
     Calls,
     Human,
     Join,
+    Pin,
     Refused,
     Reply,
     Request,
@@ -176,6 +178,16 @@ class Runtime:
             self.stopped = False
         elif isinstance(action, Wait):
             self.call("tick", action.seconds)
+        elif isinstance(action, Pin):
+            view = b.view
+            choices = [
+                e.seq
+                for e in view.entries
+                if e.seq not in view.protected_seqs and pinnable(view, e.seq) is None
+            ]
+            if choices:
+                pinned = MessagePinned(at=b.tick(), pinned=choices[action.pick % len(choices)])
+                self.call("add", pinned, 0)
         elif isinstance(action, Join):
             if self.unjoined:
                 child = sorted(self.unjoined)[action.pick % len(self.unjoined)]
@@ -369,15 +381,22 @@ def check_pairs(rt: Runtime) -> None:
 
 
 def check_protected(b: ThreadBuilder) -> None:
+    """The brief, every message pinned (when sent or after), and the current task (the
+    latest human message) are in the view, unchanged."""
     messages = user_messages(b.log)
+    pinned_after = {s.event.pinned for s in b.log if isinstance(s.event, MessagePinned)}
+    humans = [s for s in messages if isinstance(s.event, UserMessage) and s.event.author == "human"]
+    current = humans[-1].seq if humans else None
+    by_seq = {s.seq: s for s in b.log}
     kept = {e.seq: e for e in b.view.entries}
-    for stored in messages:
-        assert isinstance(stored.event, UserMessage)
-        if stored is not messages[0] and not stored.event.pinned:
-            continue
-        entry = kept.get(stored.seq)
-        assert entry is not None, f"protected message {stored.seq} left the view"
-        assert entry.role == "user"
+    protected = [messages[0].seq, *pinned_after]
+    protected += [s.seq for s in messages if isinstance(s.event, UserMessage) and s.event.pinned]
+    if current is not None:
+        protected.append(current)
+    for seq in protected:
+        stored = by_seq[seq]
+        entry = kept.get(seq)
+        assert entry is not None, f"protected message {seq} left the view"
         assert entry.event == stored.event
         assert entry.receipt is None
         assert entry.tokens == stored.tokens
@@ -537,8 +556,9 @@ def test_replay_after_a_snapshot_equals_a_full_replay(scenario: Scenario) -> Non
 
 @EXAMPLES
 @given(scenarios())
-def test_the_brief_and_pins_survive_every_tier(scenario: Scenario) -> None:
-    """The first user message and every pinned one stay in the view, unchanged, through drops."""
+def test_the_brief_pins_and_the_current_task_survive_every_tier(scenario: Scenario) -> None:
+    """The first user message, every pinned one (pinned as it was sent or afterwards) and
+    the latest human message stay in the view, unchanged, through every tier and drops."""
     run(
         scenario,
         on_step=lambda rt: check_protected(rt.b),

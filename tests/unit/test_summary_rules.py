@@ -4,10 +4,11 @@ summary estimate that counts the record, and no second summary before a model ca
 
 from __future__ import annotations
 
-from condensate.curator import replaced_entries, verbatim_items, with_verbatim_record
+from condensate.curator import replaced_entries
 from condensate.events import EngineNotice, UserMessage, Window
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.planner import Cut, Decision, HoldBack, PlannerSettings, Stop, plan
+from condensate.probes import verbatim_items, with_verbatim_record
 from condensate.projector import PAUSE_CODE
 from condensate.testing.threads import ThreadBuilder
 from condensate.tiers import (

@@ -1,0 +1,125 @@
+"""The compaction preview's costs (GET /threads/:id/compact): for each tier the tokens it
+frees, the cached prefix it invalidates with the dollar cost of writing it again, what each
+later call saves, and a summary's curator call."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from condensate.curator import SYSTEM_PROMPT
+from condensate.planner import PlannerSettings
+from condensate.preview import Preview, Pricing, preview
+from condensate.prices import price_of
+from condensate.testing.threads import ThreadBuilder
+from condensate.tokens import estimate
+from tests.unit.test_planner import usage
+
+SONNET = price_of("claude-sonnet-4-5")
+HAIKU = price_of("claude-haiku-4-5")
+PRICING = Pricing("anthropic:claude-sonnet-4-5", SONNET, "anthropic:claude-haiku-4-5", HAIKU, 4_000)
+AFTER_READ = 3_000 + 30 + 3_000 + 30 + 100 + 50
+"""The view's tokens from the first read on: the read, the make call and its result, the
+small read's call and result, and the current message."""
+
+
+def thread() -> ThreadBuilder:
+    """brief 100 | read 3,000 | make 3,000 | a small read of 100 | the current message 50."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    b.call("read", "src/a.py", 3_000)
+    b.call("shell", "make", 3_000)
+    b.call("read", "src/b.py", 100)
+    b.user("now", 50)
+    return b
+
+
+def shown(b: ThreadBuilder, settings: PlannerSettings | None = None) -> Preview:
+    return preview(b.view, usage(b), settings or PlannerSettings(), PRICING)
+
+
+def test_microcompact_rewrites_everything_after_the_read_it_clears():
+    """Clearing the old read invalidates the cache from it on; the next call writes that
+    part again, less what the receipt freed, at Sonnet's cache-write price."""
+    cost = shown(thread()).microcompact
+    assert 2_900 < cost.freed < 3_000
+    assert cost.invalidated == AFTER_READ
+    assert cost.rewritten == AFTER_READ - cost.freed
+    assert cost.rewrite_usd == round((AFTER_READ - cost.freed) * 3.75 / 1_000_000, 6)
+    assert cost.saved_per_call_usd == round(cost.freed * 0.30 / 1_000_000, 6)
+    assert cost.break_even_calls == -(-cost.rewrite_usd // cost.saved_per_call_usd)
+    assert cost.curator is None
+
+
+def test_collapse_frees_the_command_too_from_the_same_point():
+    """Collapse also clears the make output: more freed, the same prefix invalidated."""
+    b = thread()
+    micro, collapse = shown(b).microcompact, shown(b).collapse
+    assert collapse.freed > micro.freed + 2_900
+    assert collapse.invalidated == AFTER_READ
+    assert collapse.rewritten == AFTER_READ - collapse.freed
+
+
+def test_a_tier_that_clears_nothing_costs_nothing():
+    """Nothing cleared: nothing invalidated, nothing to pay off."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    b.user("now", 50)
+    cost = shown(b).microcompact
+    assert (cost.freed, cost.invalidated, cost.rewritten, cost.rewrite_usd) == (0, 0, 0, 0.0)
+    assert cost.break_even_calls is None
+
+
+def test_a_summary_invalidates_from_the_first_entry_it_replaces_and_costs_a_curator_call():
+    """The brief stays cached; from the first replaced entry on everything is written again;
+    the curator reads its system prompt and the summary prompt, and may write its budget."""
+    result = shown(thread())
+    summary = result.summary
+    assert summary is not None
+    assert result.summary_possible
+    assert summary.invalidated == 30 + AFTER_READ
+    assert summary.rewritten == max(30 + AFTER_READ - summary.freed, 0)
+    curator = summary.curator
+    assert curator is not None
+    assert curator.model == "anthropic:claude-haiku-4-5"
+    assert curator.input > estimate(SYSTEM_PROMPT) + 50
+    assert curator.output == 4_000
+    assert curator.usd == round((curator.input * 1.0 + 4_000 * 5.0) / 1_000_000, 6)
+
+
+def test_a_restarting_engine_s_summary_rewrites_the_whole_prompt():
+    """On an engine that restarts its session for a summary nothing stays cached, the
+    baseline included."""
+    b = thread()
+    restarting = replace(PlannerSettings(), restarts=True)
+    summary = shown(b, restarting).summary
+    assert summary is not None
+    measured = usage(b).measured
+    assert summary.invalidated == measured
+    assert summary.rewritten == measured - summary.freed
+
+
+def test_an_unpriced_model_shows_no_dollars():
+    """A model without a known price costs tokens, not dollars."""
+    b = thread()
+    unpriced = Pricing("chat:local", None, "chat:local", None, 4_000)
+    cost = preview(b.view, usage(b), PlannerSettings(), unpriced)
+    assert cost.microcompact.rewrite_usd is None
+    assert cost.microcompact.break_even_calls is None
+    assert cost.summary is not None
+    assert cost.summary.curator is not None
+    assert cost.summary.curator.usd is None
+    assert cost.microcompact.rewritten > 0
+
+
+@pytest.mark.parametrize("tier", ["microcompact", "collapse", "summary"])
+def test_the_json_names_every_figure(tier: str):
+    """The API shows each tier's cost under ``cost``, numbers and all."""
+    data = shown(thread()).as_json()[tier]
+    cost = data["cost"]
+    assert cost["freed"] == data["freed"]
+    assert cost["rewrittenTokens"] == max(cost["invalidatedTokens"] - cost["freed"], 0)
+    assert cost["rewriteUsd"] == round(cost["rewrittenTokens"] * 3.75 / 1_000_000, 6)
+    assert cost["savedPerCallUsd"] == round(cost["freed"] * 0.30 / 1_000_000, 6)
+    assert ("curator" in cost) == (tier == "summary")
