@@ -3,7 +3,9 @@ it, and held by one daemon at a time.
 
 A wider directory or file found at start is tightened (group and other bits removed) and
 named in a warning. The lock is an ``flock`` on ``daemon.lock``, held for the daemon's life
-and released by the kernel however the daemon ends, so a SIGKILL leaves no stale lock.
+and released by the kernel however the daemon ends, so a SIGKILL leaves no stale lock. A
+directory that cannot be made, written or tightened is a ``ConfigError`` naming
+CONDENSATE_HOME.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import fcntl
 import json
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import structlog
 
-from condensate.errors import CondensateError
+from condensate.errors import ConfigError, TemporaryFailure
 
 log = structlog.get_logger()
 
@@ -27,14 +31,35 @@ DAEMON_FILE = "daemon.json"
 NAMED_IN_WARNING = 20
 
 
-class StateDirectoryBusy(CondensateError):
-    """Another daemon holds the state directory's lock."""
+class StateDirectoryBusy(TemporaryFailure):
+    """Another daemon holds the state directory's lock (it may let go: not a setting's
+    fault)."""
 
     code = "state-directory-busy"
 
 
+@contextmanager
+def usable(home: Path) -> Iterator[None]:
+    """An ``OSError`` on the state directory (not a directory, not writable, not ours to
+    chmod) as a ``ConfigError`` naming CONDENSATE_HOME: a restart cannot fix it."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(home) else ""
+        msg = (
+            f"The state directory {home} cannot be used: {exc.strerror or exc}{where}; point "
+            "CONDENSATE_HOME at a directory this user owns and can write."
+        )
+        raise ConfigError(msg) from exc
+
+
 def prepare(home: Path) -> list[str]:
     """Create ``home`` 0700, or tighten it and everything under it; the paths tightened."""
+    with usable(home):
+        return _prepare(home)
+
+
+def _prepare(home: Path) -> list[str]:
     home.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
     tightened: list[str] = []
     for path in [home, *_tree(home)]:
@@ -73,9 +98,12 @@ def write_private(path: Path, text: str) -> None:
 
 def hold(home: Path) -> int:
     """Take the state directory's lock for this process's life; its descriptor (keep it
-    open). Raises StateDirectoryBusy naming the daemon that holds it."""
+    open), creating ``home`` if need be. Raises StateDirectoryBusy naming the daemon that
+    holds it."""
     path = home / LOCK_FILE
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    with usable(home):
+        home.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
