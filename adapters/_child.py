@@ -1,5 +1,5 @@
-"""What the CLI engines share about their child process: finding the pinned binary, refusing
-another version, starting it with piped stdio and its stderr in a file, and stopping it.
+"""What the CLI engines share about their child process: its environment, starting it with
+piped stdio and its stderr in a file, and stopping it (``_pinned`` finds the binary).
 
 A CLI child dies with the daemon (SIGKILL and the OOM killer included), and so does
 everything it started. Both CLIs leave processes behind that outlive them (Claude Code runs
@@ -19,96 +19,22 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
-import re
-import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
-from condensate.errors import ConfigError
-
-REPO = Path(__file__).resolve().parents[1]
 LINE_LIMIT = 64 * 1024 * 1024
 """A line holds a whole tool result; asyncio's 64 KiB default is far too small."""
 STOP_GRACE_SECONDS = 5.0
 KILL_GRACE_SECONDS = 0.2
-VERSION = re.compile(r"\d+\.\d+\.\d+")
-
-_versions: dict[str, str] = {}
 
 REAPER = Path(__file__).with_name("_reaper.py")
 PR_SET_PDEATHSIG = 1
 _prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
 """Looked up once here: the forked child, before exec, only makes the call."""
-
-
-@dataclass(frozen=True)
-class PinnedCli:
-    """A CLI the project pins in ``package.json``: ``claude`` or ``codex``."""
-
-    command: str
-    """The executable's name in ``node_modules/.bin`` and on PATH."""
-    label: str
-    """What people call it: "Claude Code", "Codex"."""
-    package: str
-    """Its npm package."""
-    pinned: str
-    setting: str
-    """The ``CONDENSATE_*`` variable that points at another binary."""
-
-    @property
-    def install_hint(self) -> str:
-        return (
-            f"run `npm ci` in the Condensate repository (it installs the pinned "
-            f"{self.package}@{self.pinned}), or `npm install -g {self.package}@{self.pinned}`, "
-            f"or point {self.setting} at one"
-        )
-
-    def resolve(self, configured: str | None) -> str:
-        """The CLI to run: the setting, else the repo's pinned one, else the one on PATH."""
-        if configured:
-            found = shutil.which(configured)
-            if found is None:
-                msg = f"{self.setting}={configured!r} is not an executable; {self.install_hint}."
-                raise ConfigError(msg)
-            return found
-        pinned = REPO / "node_modules" / ".bin" / self.command
-        if pinned.exists():
-            return str(pinned)
-        found = shutil.which(self.command)
-        if found is None:
-            msg = f"The {self.label} CLI (`{self.command}`) was not found; {self.install_hint}."
-            raise ConfigError(msg)
-        return found
-
-    def check_version(self, binary: str) -> str:
-        """``BINARY --version``'s version, once per binary; refuses another major.minor."""
-        if binary in _versions:
-            return _versions[binary]
-        try:
-            done = subprocess.run(  # noqa: S603 - the operator's configured binary
-                [binary, "--version"], capture_output=True, text=True, timeout=30, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            msg = f"Could not run {binary} --version ({exc}); {self.install_hint}."
-            raise ConfigError(msg) from exc
-        found = VERSION.search(done.stdout)
-        version = found.group(0) if found else ""
-        wanted = self.pinned.rsplit(".", 1)[0]
-        if done.returncode != 0 or version.rsplit(".", 1)[0] != wanted:
-            shown = version or done.stderr.strip()[:200] or f"exit {done.returncode}"
-            msg = (
-                f"{binary} is {self.label} {shown!r}, but Condensate drives {wanted}.x "
-                f"(pinned {self.pinned}); {self.install_hint}."
-            )
-            raise ConfigError(msg)
-        _versions[binary] = version
-        return version
 
 
 FOREIGN_PREFIXES = (
