@@ -115,10 +115,14 @@ async def running(
 ) -> AsyncIterator[Daemon]:
     """Start everything, recover the threads, serve; stop cleanly on exit. The daemon runs
     ``engines`` (default: every engine installed), each with its settings from
-    ``engine_settings`` or else the environment."""
+    ``engine_settings`` or else the environment. With the state directory's lock taken, the
+    engines' per-thread CLI directories from before are removed."""
     lock = statedir.hold(settings.home)
     run = installed() if engines is None else engines
     try:
+        statedir.clear_thread_dirs(
+            settings.home, [e.thread_dirs for e in run.values() if e.thread_dirs]
+        )
         async with _running(settings, run, engine_settings) as daemon:
             yield daemon
     finally:

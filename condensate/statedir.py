@@ -5,7 +5,8 @@ A wider directory or file found at start is tightened (group and other bits remo
 named in a warning. The lock is an ``flock`` on ``daemon.lock``, held for the daemon's life
 and released by the kernel however the daemon ends, so a SIGKILL leaves no stale lock. A
 directory that cannot be made, written or tightened is a ``ConfigError`` naming
-CONDENSATE_HOME.
+CONDENSATE_HOME. A daemon that has the lock clears the CLI engines' per-thread directories
+the daemon before it left (``clear_thread_dirs``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -128,3 +130,58 @@ def _busy_message(home: Path, holder: str) -> str:
         f"Another daemon (pid {pid}, {url}) holds the state directory {home}; stop it, or give "
         "this one another CONDENSATE_HOME."
     )
+
+
+def clear_thread_dirs(home: Path, names: Iterable[str]) -> list[str]:
+    """Remove every per-thread directory under ``home/<name>`` (a CLI's own state: its
+    sessions, config and stderr log) that no live process names in its environment; those
+    removed, as ``name/thread``. Only for a daemon that has just taken the lock, before it
+    recovers a thread: no other daemon uses ``home``, the CLIs of the one before died with it
+    (their subreaper, their parent-death signal), and no CLI session outlives a restart (a
+    recovered thread starts a fresh session from its view). A failure is logged, never
+    raised: a directory left behind costs disk, not a start."""
+    owned = {name for name in names if (home / name).is_dir() and not (home / name).is_symlink()}
+    used = _named_in_environments(home, owned)
+    removed: list[str] = []
+    for name in sorted(owned):
+        for entry in sorted(os.scandir(home / name), key=lambda e: e.name):
+            if not entry.is_dir(follow_symlinks=False) or (name, entry.name) in used:
+                continue
+            try:
+                shutil.rmtree(entry.path)
+            except OSError as exc:
+                log.warning("thread_dir_not_removed", path=entry.path, error=str(exc))
+                continue
+            removed.append(f"{name}/{entry.name}")
+    if removed or used:
+        log.info(
+            "thread_dirs_cleared",
+            removed=len(removed),
+            kept_in_use=sorted(f"{name}/{thread}" for name, thread in used),
+        )
+    return removed
+
+
+def _named_in_environments(home: Path, names: set[str]) -> set[tuple[str, str]]:
+    """``(name, thread)`` for each ``home/name/thread`` (or a path under it) that a live
+    process this user can read has in its environment (a CLI's CLAUDE_CONFIG_DIR, CODEX_HOME;
+    whatever it started inherits them)."""
+    prefix = f"{home}/"
+    used: set[tuple[str, str]] = set()
+    if not names:
+        return used
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                variables = handle.read().split(b"\0")
+        except OSError:  # gone, another user's, or not dumpable
+            continue
+        for variable in variables:
+            value = variable.partition(b"=")[2].decode(errors="replace")
+            if value.startswith(prefix):
+                parts = value[len(prefix) :].split("/")
+                if len(parts) >= 2 and parts[0] in names and parts[1]:
+                    used.add((parts[0], parts[1]))
+    return used

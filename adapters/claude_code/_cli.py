@@ -22,6 +22,8 @@ from condensate.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, Verdict, own_settings
 from condensate.providers import parse_model
 
+STATE_DIR = "claude"
+"""Each thread's CLI state is ``$CONDENSATE_HOME/claude/<thread>`` (removed at daemon start)."""
 PINNED_VERSION = "2.1.332"
 """The version ``package.json`` pins; a CLI of another major.minor is refused."""
 CLI = _pinned.PinnedCli(

@@ -21,6 +21,8 @@ from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, own_setting
 from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model
 
+STATE_DIR = "codex"
+"""Each thread's CLI state is ``$CONDENSATE_HOME/codex/<thread>`` (removed at daemon start)."""
 PINNED_VERSION = "0.171.0"
 """The version ``package.json`` pins; a CLI of another major.minor is refused."""
 CLI = _pinned.PinnedCli(
