@@ -1,5 +1,5 @@
 """What the CLI engines share about their child process: its environment, starting it with
-piped stdio and its stderr in a file, and stopping it (``_pinned`` finds the binary).
+piped stdio and its stderr in a capped file, and stopping it (``_pinned`` finds the binary).
 
 A CLI child dies with the daemon (SIGKILL and the OOM killer included), and so does
 everything it started. Both CLIs leave processes behind that outlive them (Claude Code runs
