@@ -1,5 +1,5 @@
-"""What the CLI engines share about their child process: finding the pinned binary, refusing
-another version, starting it with piped stdio and its stderr in a file, and stopping it.
+"""What the CLI engines share about their child process: its environment, starting it with
+piped stdio and its stderr in a capped file, and stopping it (``_pinned`` finds the binary).
 
 A CLI child dies with the daemon (SIGKILL and the OOM killer included), and so does
 everything it started. Both CLIs leave processes behind that outlive them (Claude Code runs
@@ -19,96 +19,27 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
-import re
-import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
-from condensate.errors import ConfigError
-
-REPO = Path(__file__).resolve().parents[1]
 LINE_LIMIT = 64 * 1024 * 1024
 """A line holds a whole tool result; asyncio's 64 KiB default is far too small."""
 STOP_GRACE_SECONDS = 5.0
 KILL_GRACE_SECONDS = 0.2
-VERSION = re.compile(r"\d+\.\d+\.\d+")
-
-_versions: dict[str, str] = {}
+STDERR_LOG = "stderr.log"
+STDERR_CAP = 1024 * 1024
+"""A CLI's ``stderr.log`` moves to ``stderr.log.1`` before a write would take it past this,
+so a thread's CLI keeps at most twice it of stderr (``_reaper``)."""
+TAIL_BYTES = 400
 
 REAPER = Path(__file__).with_name("_reaper.py")
 PR_SET_PDEATHSIG = 1
 _prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
 """Looked up once here: the forked child, before exec, only makes the call."""
-
-
-@dataclass(frozen=True)
-class PinnedCli:
-    """A CLI the project pins in ``package.json``: ``claude`` or ``codex``."""
-
-    command: str
-    """The executable's name in ``node_modules/.bin`` and on PATH."""
-    label: str
-    """What people call it: "Claude Code", "Codex"."""
-    package: str
-    """Its npm package."""
-    pinned: str
-    setting: str
-    """The ``CONDENSATE_*`` variable that points at another binary."""
-
-    @property
-    def install_hint(self) -> str:
-        return (
-            f"run `npm ci` in the Condensate repository (it installs the pinned "
-            f"{self.package}@{self.pinned}), or `npm install -g {self.package}@{self.pinned}`, "
-            f"or point {self.setting} at one"
-        )
-
-    def resolve(self, configured: str | None) -> str:
-        """The CLI to run: the setting, else the repo's pinned one, else the one on PATH."""
-        if configured:
-            found = shutil.which(configured)
-            if found is None:
-                msg = f"{self.setting}={configured!r} is not an executable; {self.install_hint}."
-                raise ConfigError(msg)
-            return found
-        pinned = REPO / "node_modules" / ".bin" / self.command
-        if pinned.exists():
-            return str(pinned)
-        found = shutil.which(self.command)
-        if found is None:
-            msg = f"The {self.label} CLI (`{self.command}`) was not found; {self.install_hint}."
-            raise ConfigError(msg)
-        return found
-
-    def check_version(self, binary: str) -> str:
-        """``BINARY --version``'s version, once per binary; refuses another major.minor."""
-        if binary in _versions:
-            return _versions[binary]
-        try:
-            done = subprocess.run(  # noqa: S603 - the operator's configured binary
-                [binary, "--version"], capture_output=True, text=True, timeout=30, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            msg = f"Could not run {binary} --version ({exc}); {self.install_hint}."
-            raise ConfigError(msg) from exc
-        found = VERSION.search(done.stdout)
-        version = found.group(0) if found else ""
-        wanted = self.pinned.rsplit(".", 1)[0]
-        if done.returncode != 0 or version.rsplit(".", 1)[0] != wanted:
-            shown = version or done.stderr.strip()[:200] or f"exit {done.returncode}"
-            msg = (
-                f"{binary} is {self.label} {shown!r}, but Condensate drives {wanted}.x "
-                f"(pinned {self.pinned}); {self.install_hint}."
-            )
-            raise ConfigError(msg)
-        _versions[binary] = version
-        return version
 
 
 FOREIGN_PREFIXES = (
@@ -172,10 +103,19 @@ def _die_with(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def reaped(args: list[str]) -> list[str]:
+def reaped(args: list[str], stderr_log: Path | None = None) -> list[str]:
     """``args`` run under ``_reaper``: the command and everything it starts die with the
-    daemon, and what it leaves running is killed when it exits."""
-    return [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *args]
+    daemon, and what it leaves running is killed when it exits. With ``stderr_log`` (the
+    reaper's own stderr), the reaper copies the command's stderr there, capped."""
+    capped = [f"--stderr-log={stderr_log}", f"--stderr-cap={STDERR_CAP}"] if stderr_log else []
+    return [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *capped, *args]
+
+
+def rotated(log: Path, cap: int = STDERR_CAP) -> None:
+    """Move ``log`` to ``log.1`` (replacing the one before) when it has reached ``cap``."""
+    with contextlib.suppress(FileNotFoundError):
+        if log.stat().st_size >= cap:
+            log.replace(log.with_name(log.name + ".1"))
 
 
 async def spawn(
@@ -183,14 +123,17 @@ async def spawn(
 ) -> asyncio.subprocess.Process:
     """Start a CLI with piped stdin and stdout, its stderr in ``state_dir/stderr.log``, dying
     with the daemon. With ``reaper`` it runs under ``_reaper``, for a CLI whose own children
-    would outlive it (Claude Code): the process returned is then the reaper's, and stopping
-    or killing it ends the CLI and all it started. Without, the CLI is the child itself, with
-    its parent-death signal set (Codex kills its own commands when it dies)."""
+    would outlive it (both CLIs): the process returned is then the reaper's, stopping or
+    killing it ends the CLI and all it started, and the reaper keeps the log under
+    ``STDERR_CAP`` as it writes. Without, the CLI is the child itself, with its parent-death
+    signal set, and the log is only rotated here, at its start."""
     parent = os.getpid()
-    log = os.open(state_dir / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    path = state_dir / STDERR_LOG
+    rotated(path)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(log, "ab") as stderr:
         return await asyncio.create_subprocess_exec(
-            *(reaped(args) if reaper else args),
+            *(reaped(args, stderr_log=path) if reaper else args),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
@@ -225,13 +168,24 @@ async def kill(process: asyncio.subprocess.Process) -> None:
         await stop(process, grace=KILL_GRACE_SECONDS)
 
 
+def _last_bytes(path: Path, count: int) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - count))
+            return handle.read(count)
+    except OSError:
+        return b""
+
+
 def stderr_tail(state_dir: Path) -> str:
-    """The end of a CLI's ``stderr.log``, for a notice that it exited."""
-    path = state_dir / "stderr.log"
-    if not path.exists():
-        return "no stderr"
-    tail = path.read_bytes()[-400:].decode(errors="replace").strip()
-    return f"stderr: {tail}" if tail else "no stderr"
+    """The end of a CLI's ``stderr.log`` (reaching into ``stderr.log.1`` when the log was
+    just rotated), for a notice that it exited."""
+    path = state_dir / STDERR_LOG
+    tail = _last_bytes(path, TAIL_BYTES)
+    if len(tail) < TAIL_BYTES:
+        tail = _last_bytes(path.with_name(path.name + ".1"), TAIL_BYTES - len(tail)) + tail
+    text = tail.decode(errors="replace").strip()
+    return f"stderr: {text}" if text else "no stderr"
 
 
 def write_private(path: Path, text: str) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import json
 import os
 import secrets
@@ -28,7 +29,7 @@ from condensate import edge, statedir
 from condensate.curator import Curator
 from condensate.engine import Engines, EngineSettings
 from condensate.engines import installed
-from condensate.errors import ConfigError
+from condensate.errors import ConfigError, TemporaryFailure
 from condensate.eventlog import EventStore
 from condensate.fleet import Fleet, daemon_id
 from condensate.gateway import Gateway, Upstream
@@ -114,11 +115,14 @@ async def running(
 ) -> AsyncIterator[Daemon]:
     """Start everything, recover the threads, serve; stop cleanly on exit. The daemon runs
     ``engines`` (default: every engine installed), each with its settings from
-    ``engine_settings`` or else the environment."""
-    settings.home.mkdir(parents=True, exist_ok=True, mode=statedir.DIR_MODE)
+    ``engine_settings`` or else the environment. With the state directory's lock taken, the
+    engines' per-thread CLI directories from before are removed."""
     lock = statedir.hold(settings.home)
     run = installed() if engines is None else engines
     try:
+        statedir.clear_thread_dirs(
+            settings.home, [e.thread_dirs for e in run.values() if e.thread_dirs]
+        )
         async with _running(settings, run, engine_settings) as daemon:
             yield daemon
     finally:
@@ -295,9 +299,30 @@ def upstream(settings: Settings) -> Upstream:
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """A bound, listening socket (``port`` 0 picks a free one)."""
+    """A bound, listening socket (``port`` 0 picks a free one). A port another process holds,
+    or an address not (yet) up, is a ``TemporaryFailure``; any other refusal (a privileged
+    port, a host that is no address) a ``ConfigError``; each names its setting."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return socket.create_server((host, port), family=family, backlog=128)
+    try:
+        return socket.create_server((host, port), family=family, backlog=128)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            msg = (
+                f"Port {port} on {host} is in use by another process; stop it, or set "
+                "CONDENSATE_PORT to a free port (0 picks one)."
+            )
+            raise TemporaryFailure(msg) from exc
+        if exc.errno == errno.EADDRNOTAVAIL:
+            msg = (
+                f"The address {host} is not one of this machine's (or not up yet); set "
+                "CONDENSATE_HOST to one of its addresses."
+            )
+            raise TemporaryFailure(msg) from exc
+        msg = (
+            f"Cannot listen on {host} port {port}: {exc.strerror or exc}; check "
+            "CONDENSATE_HOST and CONDENSATE_PORT."
+        )
+        raise ConfigError(msg) from exc
 
 
 def _loopback_url(host: str, port: int) -> str:

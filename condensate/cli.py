@@ -21,7 +21,7 @@ import anyio
 from condensate import __version__, engines, statedir
 from condensate.app import engine_checks, log_name, open_store, serve
 from condensate.client import DaemonClient
-from condensate.errors import CondensateError, ConfigError
+from condensate.errors import CondensateError, ConfigError, TemporaryFailure
 from condensate.eventlog import EventStore
 from condensate.events import EVENT_TYPES, AskMode, ProbeReport, now_utc
 from condensate.logs import configure_logging
@@ -534,6 +534,24 @@ COMMANDS = {
 }
 
 
+EX_TEMPFAIL = 75
+EX_CONFIG = 78
+
+
+def exit_status(command: str, error: CondensateError) -> int:
+    """2 for a command's error, but ``serve`` tells its supervisor whether trying again can
+    help: 78 (EX_CONFIG, which the systemd unit does not restart) for a setting that cannot
+    work, 75 (EX_TEMPFAIL) for something that stands in the way for now (a busy port, the
+    state directory another daemon holds)."""
+    if command != "serve":
+        return 2
+    if isinstance(error, ConfigError):
+        return EX_CONFIG
+    if isinstance(error, TemporaryFailure):
+        return EX_TEMPFAIL
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -542,6 +560,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](settings, args)
     except CondensateError as exc:
         sys.stderr.write(f"condensate: {exc}\n")
-        return 2
+        return exit_status(args.command, exc)
     except KeyboardInterrupt:
         return 130

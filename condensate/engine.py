@@ -266,6 +266,10 @@ class EngineInfo:
     """The request header in which the engine's CLI names the session a model request
     belongs to: through the gateway, a request naming an older session is refused."""
     settings: type[EngineSettings] = EngineSettings
+    thread_dirs: str | None = None
+    """The directory under the state directory in which the engine keeps one directory per
+    thread for its CLI (``claude``: ``$CONDENSATE_HOME/claude/<thread>``). No CLI session
+    outlives a restart, so the daemon removes them at start (``statedir.clear_thread_dirs``)."""
     check: Callable[[EngineSettings], str] | None = None
     """What ``condensate doctor`` reports: the engine's binary and version; raises
     ``ConfigError`` saying why it cannot run."""

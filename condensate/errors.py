@@ -2,6 +2,8 @@
 
 CondensateError
 ├── ConfigError            a CONDENSATE_* setting is unusable; the message names it
+├── TemporaryFailure       what the daemon needs is held or missing for now (its port, its
+│                          state directory): no setting is wrong, and it may start later
 ├── EventLogError          the SQLite log refused or failed an operation
 │   ├── UnknownEventVersion   a stored event this version cannot read
 │   ├── EventNotFound
@@ -35,7 +37,18 @@ class CondensateError(Exception):
 
 
 class ConfigError(CondensateError):
+    """A setting that cannot work as it is: ``condensate serve`` exits 78 (EX_CONFIG), which
+    the systemd unit does not restart."""
+
     code = "config-error"
+
+
+class TemporaryFailure(CondensateError):
+    """Something outside Condensate stands in the daemon's way for now (another process holds
+    its port or its state directory, its address is not up yet): ``condensate serve`` exits 75
+    (EX_TEMPFAIL), and the systemd unit tries again."""
+
+    code = "temporary-failure"
 
 
 class EventLogError(CondensateError):

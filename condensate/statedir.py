@@ -3,7 +3,10 @@ it, and held by one daemon at a time.
 
 A wider directory or file found at start is tightened (group and other bits removed) and
 named in a warning. The lock is an ``flock`` on ``daemon.lock``, held for the daemon's life
-and released by the kernel however the daemon ends, so a SIGKILL leaves no stale lock.
+and released by the kernel however the daemon ends, so a SIGKILL leaves no stale lock. A
+directory that cannot be made, written or tightened is a ``ConfigError`` naming
+CONDENSATE_HOME. A daemon that has the lock clears the CLI engines' per-thread directories
+the daemon before it left (``clear_thread_dirs``).
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import structlog
 
-from condensate.errors import CondensateError
+from condensate.errors import ConfigError, TemporaryFailure
 
 log = structlog.get_logger()
 
@@ -27,14 +33,35 @@ DAEMON_FILE = "daemon.json"
 NAMED_IN_WARNING = 20
 
 
-class StateDirectoryBusy(CondensateError):
-    """Another daemon holds the state directory's lock."""
+class StateDirectoryBusy(TemporaryFailure):
+    """Another daemon holds the state directory's lock (it may let go: not a setting's
+    fault)."""
 
     code = "state-directory-busy"
 
 
+@contextmanager
+def usable(home: Path) -> Iterator[None]:
+    """An ``OSError`` on the state directory (not a directory, not writable, not ours to
+    chmod) as a ``ConfigError`` naming CONDENSATE_HOME: a restart cannot fix it."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(home) else ""
+        msg = (
+            f"The state directory {home} cannot be used: {exc.strerror or exc}{where}; point "
+            "CONDENSATE_HOME at a directory this user owns and can write."
+        )
+        raise ConfigError(msg) from exc
+
+
 def prepare(home: Path) -> list[str]:
     """Create ``home`` 0700, or tighten it and everything under it; the paths tightened."""
+    with usable(home):
+        return _prepare(home)
+
+
+def _prepare(home: Path) -> list[str]:
     home.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
     tightened: list[str] = []
     for path in [home, *_tree(home)]:
@@ -73,9 +100,12 @@ def write_private(path: Path, text: str) -> None:
 
 def hold(home: Path) -> int:
     """Take the state directory's lock for this process's life; its descriptor (keep it
-    open). Raises StateDirectoryBusy naming the daemon that holds it."""
+    open), creating ``home`` if need be. Raises StateDirectoryBusy naming the daemon that
+    holds it."""
     path = home / LOCK_FILE
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    with usable(home):
+        home.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -100,3 +130,58 @@ def _busy_message(home: Path, holder: str) -> str:
         f"Another daemon (pid {pid}, {url}) holds the state directory {home}; stop it, or give "
         "this one another CONDENSATE_HOME."
     )
+
+
+def clear_thread_dirs(home: Path, names: Iterable[str]) -> list[str]:
+    """Remove every per-thread directory under ``home/<name>`` (a CLI's own state: its
+    sessions, config and stderr log) that no live process names in its environment; those
+    removed, as ``name/thread``. Only for a daemon that has just taken the lock, before it
+    recovers a thread: no other daemon uses ``home``, the CLIs of the one before died with it
+    (their subreaper, their parent-death signal), and no CLI session outlives a restart (a
+    recovered thread starts a fresh session from its view). A failure is logged, never
+    raised: a directory left behind costs disk, not a start."""
+    owned = {name for name in names if (home / name).is_dir() and not (home / name).is_symlink()}
+    used = _named_in_environments(home, owned)
+    removed: list[str] = []
+    for name in sorted(owned):
+        for entry in sorted(os.scandir(home / name), key=lambda e: e.name):
+            if not entry.is_dir(follow_symlinks=False) or (name, entry.name) in used:
+                continue
+            try:
+                shutil.rmtree(entry.path)
+            except OSError as exc:
+                log.warning("thread_dir_not_removed", path=entry.path, error=str(exc))
+                continue
+            removed.append(f"{name}/{entry.name}")
+    if removed or used:
+        log.info(
+            "thread_dirs_cleared",
+            removed=len(removed),
+            kept_in_use=sorted(f"{name}/{thread}" for name, thread in used),
+        )
+    return removed
+
+
+def _named_in_environments(home: Path, names: set[str]) -> set[tuple[str, str]]:
+    """``(name, thread)`` for each ``home/name/thread`` (or a path under it) that a live
+    process this user can read has in its environment (a CLI's CLAUDE_CONFIG_DIR, CODEX_HOME;
+    whatever it started inherits them)."""
+    prefix = f"{home}/"
+    used: set[tuple[str, str]] = set()
+    if not names:
+        return used
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                variables = handle.read().split(b"\0")
+        except OSError:  # gone, another user's, or not dumpable
+            continue
+        for variable in variables:
+            value = variable.partition(b"=")[2].decode(errors="replace")
+            if value.startswith(prefix):
+                parts = value[len(prefix) :].split("/")
+                if len(parts) >= 2 and parts[0] in names and parts[1]:
+                    used.add((parts[0], parts[1]))
+    return used

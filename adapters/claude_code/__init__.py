@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from adapters.claude_code._cli import (
     PINNED_VERSION,
+    STATE_DIR,
     ClaudeSettings,
     check_version,
     doctor,
@@ -57,6 +58,7 @@ ENGINE = EngineInfo(
     own_context=("<system-reminder>",),
     session_header="x-claude-code-session-id",
     settings=ClaudeSettings,
+    thread_dirs=STATE_DIR,
     check=doctor,
 )
 

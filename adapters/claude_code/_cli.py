@@ -15,16 +15,18 @@ from typing import Any
 
 from pydantic import Field
 
-from adapters import _child
+from adapters import _child, _pinned
 from adapters.claude_code import _permissions
 from condensate import mcp
 from condensate.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, Verdict, own_settings
 from condensate.providers import parse_model
 
+STATE_DIR = "claude"
+"""Each thread's CLI state is ``$CONDENSATE_HOME/claude/<thread>`` (removed at daemon start)."""
 PINNED_VERSION = "2.1.332"
 """The version ``package.json`` pins; a CLI of another major.minor is refused."""
-CLI = _child.PinnedCli(
+CLI = _pinned.PinnedCli(
     command="claude",
     label="Claude Code",
     package="@anthropic-ai/claude-code",
@@ -38,8 +40,8 @@ check_version = CLI.check_version
 
 class ClaudeSettings(EngineSettings):
     claude_binary: str | None = None
-    """``CONDENSATE_CLAUDE_BINARY``: the ``claude`` CLI (default: the repo's pinned
-    ``node_modules/.bin/claude``, else PATH)."""
+    """``CONDENSATE_CLAUDE_BINARY``: the ``claude`` CLI (default: a checkout's pinned
+    ``node_modules/.bin/claude``, else PATH, else where npm installs a CLI: ``_pinned``)."""
     window_ceiling_claude: int | None = Field(default=None, gt=0)
     """``CONDENSATE_WINDOW_CEILING_CLAUDE``: the operator's cap on Claude Code's ceiling."""
 

@@ -95,7 +95,7 @@ class ClaudeCodeEngine(TurnReader):
         _permissions.check(spec)  # refused before the thread exists: nothing is logged
         self.spec = spec
         self.env = env
-        self.config_dir = env.home / "claude" / env.thread_id
+        self.config_dir = env.home / _cli.STATE_DIR / env.thread_id
         self.process: asyncio.subprocess.Process | None = None
         self.session_id = ""
         self.root_session_id = ""

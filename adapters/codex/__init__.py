@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from adapters.codex._cli import (
     PINNED_VERSION,
+    STATE_DIR,
     CodexSettings,
     check_version,
     doctor,
@@ -52,6 +53,7 @@ ENGINE = EngineInfo(
     own_context=("<environment_context>", "<user_instructions>", "# AGENTS.md instructions"),
     session_header="thread-id",
     settings=CodexSettings,
+    thread_dirs=STATE_DIR,
     check=doctor,
 )
 

@@ -14,16 +14,18 @@ from typing import Any
 
 from pydantic import Field
 
-from adapters import _child
+from adapters import _child, _pinned
 from condensate import mcp
 from condensate.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, own_settings
 from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model
 
+STATE_DIR = "codex"
+"""Each thread's CLI state is ``$CONDENSATE_HOME/codex/<thread>`` (removed at daemon start)."""
 PINNED_VERSION = "0.171.0"
 """The version ``package.json`` pins; a CLI of another major.minor is refused."""
-CLI = _child.PinnedCli(
+CLI = _pinned.PinnedCli(
     command="codex",
     label="Codex",
     package="@openai/codex",
@@ -47,8 +49,8 @@ check_version = CLI.check_version
 
 class CodexSettings(EngineSettings):
     codex_binary: str | None = None
-    """``CONDENSATE_CODEX_BINARY``: the ``codex`` CLI (default: the repo's pinned
-    ``node_modules/.bin/codex``, else PATH)."""
+    """``CONDENSATE_CODEX_BINARY``: the ``codex`` CLI (default: a checkout's pinned
+    ``node_modules/.bin/codex``, else PATH, else where npm installs a CLI: ``_pinned``)."""
     codex_windowing: bool = True
     """``CONDENSATE_CODEX_WINDOWING``: ``0`` hands compaction back to Codex (applied when a
     Codex session restarts)."""
@@ -84,12 +86,15 @@ def resolve_binary(configured: str | None) -> str:
 
 
 def native_binary(binary: Path) -> Path | None:
-    """The native ``codex`` next to npm's ``bin/codex.js`` (in the platform package)."""
+    """The native ``codex`` of npm's ``bin/codex.js``, in its platform package: beside it (a
+    checkout's ``npm ci``) or nested in it (``npm install -g`` keeps a package's own)."""
     script = binary.resolve()
     if script.suffix != ".js":
         return None
     package = script.parent.parent
-    for vendor in (*package.parent.glob("codex-*/vendor"), package / "vendor"):
+    beside = package.parent.glob("codex-*/vendor")
+    nested = (package / "node_modules" / package.parent.name).glob("codex-*/vendor")
+    for vendor in (*beside, *nested, package / "vendor"):
         for native in sorted(vendor.glob("*/bin/codex")):
             return native
     return None

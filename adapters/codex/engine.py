@@ -57,7 +57,7 @@ class CodexEngine(TurnReader):
         self.spec = spec
         self.env = env
         self.settings = _cli.settings_of(env)
-        self.codex_home = env.home / "codex" / env.thread_id
+        self.codex_home = env.home / _cli.STATE_DIR / env.thread_id
         self.server: AppServer | None = None
         self.codex_thread = ""
         """The Codex thread the turns run in (Codex's id, shown as the session id)."""

@@ -1,6 +1,7 @@
 """The state directory: 0700 with every file 0600 whichever command creates it (``serve``,
 ``doctor``, ``view``), tightened at start when found wider, and held by one daemon at a time
-(a second ``condensate serve`` on the same home names the one that holds it and exits 2).
+(a second ``condensate serve`` on the same home names the one that holds it and exits 75,
+which systemd retries).
 
 Every command runs as a real subprocess; the daemons run on the fake model server.
 """
@@ -119,12 +120,13 @@ def test_a_wider_directory_is_tightened_at_start_and_named(tmp_path: Path) -> No
     assert set(warning["paths"]) == {". (755)", "condensate.db (644)", "claude (755)"}
 
 
-def test_a_second_daemon_names_the_first_and_exits_2(serving: DaemonProcess) -> None:
+def test_a_second_daemon_names_the_first_and_exits_75(serving: DaemonProcess) -> None:
     """`condensate serve` on a home a daemon holds prints one sentence naming that daemon's
-    pid and URL and exits 2, without a traceback; the first daemon keeps serving."""
+    pid and URL and exits 75 (EX_TEMPFAIL: the holder may go), without a traceback; the first
+    daemon keeps serving."""
     assert serving.process is not None
     code, out, err = _run(serving.home, "serve", env={"CONDENSATE_PORT": "0"})
-    assert code == 2
+    assert code == 75
     assert out == ""
     assert "Traceback" not in err
     (line,) = err.strip().splitlines()

@@ -78,6 +78,21 @@ def test_the_npm_wrapper_is_replaced_by_its_native_binary(tmp_path):
     assert _cli.native_binary(native / "codex") is None
 
 
+def test_a_global_installs_nested_native_binary_is_found(tmp_path):
+    """``npm install -g`` nests the platform package inside ``@openai/codex``'s own
+    node_modules; the wrapper there resolves to that native binary too."""
+    package = tmp_path / "lib" / "node_modules" / "@openai" / "codex"
+    (package / "bin").mkdir(parents=True)
+    (package / "bin" / "codex.js").write_text("// wrapper")
+    platform = package / "node_modules" / "@openai" / "codex-linux-x64"
+    native = platform / "vendor" / "x86_64-unknown-linux-musl" / "bin"
+    native.mkdir(parents=True)
+    (native / "codex").write_text("")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "codex").symlink_to(package / "bin" / "codex.js")
+    assert _cli.native_binary(tmp_path / "bin" / "codex") == native / "codex"
+
+
 @pytest.mark.parametrize(
     ("permissions", "sandbox"),
     [
