@@ -323,6 +323,18 @@ def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
                 "responses": {**_ok(200, "OpenAPI", "OpenAPI"), **_errors()},
             }
         },
+        "/metrics": {
+            "get": {
+                "summary": "The daemon's metrics, in the Prometheus text format (0.0.4)",
+                "responses": {
+                    "200": {
+                        "description": "every metric, one sample a line",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(),
+                },
+            }
+        },
         "/threads": {
             "post": {
                 "summary": "Start a thread (413 message-too-large: a brief past the line)",

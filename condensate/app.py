@@ -1,6 +1,6 @@
 """The composition root: settings, the log, providers, the curator, the runtime, the engines
-(those installed, found through ``condensate.engines``) and the HTTP server, wired once; and
-the daemon's lifecycle (readiness, SIGTERM).
+(those installed, found through ``condensate.engines``), the metrics and the HTTP server,
+wired once; and the daemon's lifecycle (readiness, SIGTERM).
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ from condensate.eventlog import EventStore
 from condensate.fleet import Fleet, daemon_id
 from condensate.gateway import Gateway, Upstream
 from condensate.meter import ModelWindow
+from condensate.metrics import Metrics
 from condensate.pg_store import Owner, PostgresStore, where
 from condensate.providers import ModelClient, ProviderSettings, make_client, parse_model
+from condensate.providers._http import CallObserver
 from condensate.providers.windows import resolve_window
 from condensate.recovery import recover
 from condensate.runtime import Runtime
@@ -173,16 +175,24 @@ async def _take_up(
     tasks.start_soon(fleet.listen, name="fleet notify")
 
 
-def _models(
-    settings: Settings, providers: ProviderSettings, session: aiohttp.ClientSession
-) -> tuple[Callable[[str], ModelClient], Callable[[str], Awaitable[ModelWindow]]]:
-    """A client per model (made once), and each model's window."""
+def _clients(
+    providers: ProviderSettings, session: aiohttp.ClientSession, observer: CallObserver
+) -> Callable[[str], ModelClient]:
+    """A client per model (made once), its calls told to ``observer``."""
     clients: dict[str, ModelClient] = {}
 
     def client_for(model: str) -> ModelClient:
         if model not in clients:
-            clients[model] = make_client(model, providers, session)
+            clients[model] = make_client(model, providers, session, observer)
         return clients[model]
+
+    return client_for
+
+
+def _windows(
+    settings: Settings, providers: ProviderSettings, session: aiohttp.ClientSession
+) -> Callable[[str], Awaitable[ModelWindow]]:
+    """Each model's window."""
 
     async def window_for(model: str) -> ModelWindow:
         name = parse_model(model)
@@ -190,7 +200,31 @@ def _models(
             session, name, providers.endpoint(name.provider), settings.model_windows
         )
 
-    return client_for, window_for
+    return window_for
+
+
+def _runtime(
+    settings: Settings,
+    event_log: EventStore,
+    run: Engines,
+    engine_settings: Mapping[str, EngineSettings] | None,
+    session: aiohttp.ClientSession,
+) -> Runtime:
+    """The runtime with its curator and model clients, each client's calls told to the
+    daemon's metrics (as ``native`` or ``curator`` calls)."""
+    providers = settings.providers()
+    metrics = Metrics()
+    curator_for = _clients(providers, session, metrics.calls("curator"))
+    return Runtime(
+        settings,
+        event_log,
+        run,
+        Curator(settings.curator(), curator_for, session),
+        _clients(providers, session, metrics.calls("native")),
+        _windows(settings, providers, session),
+        engine_settings=engine_settings,
+        metrics=metrics,
+    )
 
 
 def log_name(settings: Settings) -> str:
@@ -215,25 +249,15 @@ async def _running(
     except BaseException:
         listener.close()
         raise
-    providers = settings.providers()
     # The gateway's own session: it keeps no cookies (a provider's belong to the CLI that
     # got them, and pass back to it) and leaves bodies as they came.
     async with (
         aiohttp.ClientSession() as session,
         aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False) as relay,
     ):
-        client_for, window_for = _models(settings, providers, session)
-        curator = Curator(settings.curator(), client_for, session)
-        runtime = Runtime(
-            settings,
-            event_log,
-            run,
-            curator,
-            client_for,
-            window_for,
-            engine_settings=engine_settings,
-        )
-        gateway = Gateway(upstream(settings), runtime, relay, admitter=runtime)
+        runtime = _runtime(settings, event_log, run, engine_settings, session)
+        observer = runtime.metrics.calls("gateway")
+        gateway = Gateway(upstream(settings), runtime, relay, admitter=runtime, observer=observer)
         runner: web.AppRunner | None = None
         webhook = _usage_webhook(settings, session, runtime)
         runtime.fleet = fleet

@@ -13,7 +13,8 @@ CondensateError
     ├── ContextWindowExceeded  the provider refused the prompt as too long (.tokens, .limit)
     ├── AuthenticationFailed   401/403: a missing or wrong key
     ├── RateLimited            429 (.retry_after)
-    ├── ProviderUnavailable    5xx, 529 overloaded
+    ├── ProviderUnavailable    5xx
+    │   └── ProviderOverloaded    529, or an error body of type overloaded_error
     ├── TransportFailed        connection refused or reset, a read timeout, the call deadline
     ├── MalformedResponse      a reply that cannot be read: a non-JSON line or body, a stream
     │                          without its start or end, JSON of the wrong shape (retryable)
@@ -138,6 +139,13 @@ class RateLimited(ProviderError):
 class ProviderUnavailable(ProviderError):
     code = "provider-unavailable"
     retryable = True
+
+
+class ProviderOverloaded(ProviderUnavailable):
+    """The provider is up but turns calls away for load (Anthropic's 529): told apart from
+    an outage where failures are counted, retried the same."""
+
+    code = "provider-overloaded"
 
 
 class TransportFailed(ProviderError):

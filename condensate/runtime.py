@@ -56,6 +56,7 @@ from condensate.events import (
 )
 from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
 from condensate.meter import ContextUsage, ModelWindow, measure
+from condensate.metrics import Metrics
 from condensate.planner import Ask, Cut
 from condensate.projector import Projection
 from condensate.providers import ModelClient
@@ -131,12 +132,16 @@ class Runtime:
     engine_settings: Mapping[str, EngineSettings] | None = None
     """Each engine's own settings by name; an engine not named reads its own from the
     environment."""
+    metrics: Metrics = field(default_factory=Metrics)
+    """The daemon's metrics: every appended event is folded into them; they read the
+    threads' statuses from here."""
     threads: dict[str, Thread] = field(default_factory=dict)
     profiles: dict[str, Profile] = field(init=False)
     _tasks: TaskGroup | None = None
 
     def __post_init__(self) -> None:
         self.profiles = engines.profiles(self.engines, self.settings, self.engine_settings)
+        self.metrics.statuses = lambda: [t.status for t in self.threads.values()]
 
     def bind(self, tasks: TaskGroup) -> None:
         """Background work (turns, ask deadlines) runs in ``tasks``."""
@@ -153,8 +158,8 @@ class Runtime:
     # -- the log ---------------------------------------------------------------------------
 
     async def append(self, thread: Thread, events: Event | Sequence[Event]) -> list[Stored]:
-        """Write to the log, then fold into the view: the view never runs ahead of the log.
-        A call's count is stamped with its cost at list price on the way."""
+        """Write to the log, then fold into the view and the metrics: neither runs ahead of
+        the log. A call's count is stamped with its cost at list price on the way."""
         batch = [events] if not isinstance(events, Sequence) else list(events)
         batch = [self._priced(e) if isinstance(e, ModelUsage) else e for e in batch]
         # One append at a time per thread: two writers (a turn and an HTTP steer) would
@@ -318,6 +323,7 @@ class Runtime:
         stored = await self.log.append(thread.thread_id, batch, tokens)
         for item in stored:
             thread.projection.apply(item)
+            self.metrics.fold(thread.spec.engine, thread.spec.model, item.event)
         if thread.projection.last_seq - thread.snapshot_at >= SNAPSHOT_EVERY:
             await self._snapshot(thread)
         return stored

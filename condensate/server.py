@@ -1,16 +1,19 @@
 """The daemon's HTTP API on aiohttp: parse, call the runtime, serialize.
 
-Every call but ``/health`` needs the bearer token from the state directory; a request whose
+Every call but ``/health`` (``/metrics`` included) needs the bearer token from the state
+directory; a request whose
 Host is not the bound address (or a configured name) is refused; bodies are capped, must be
 ``application/json`` in UTF-8 with integers within 64 bits, and a message (or a brief) that
 alone passes the thread's line is refused. Every error is ``{"error": code, "detail":
 sentence}``, built in one middleware, an unexpected exception included (500 internal-error).
+Another, outside it, times each API request by its declared route for the metrics.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +44,7 @@ from condensate.eventlog import DEFAULT_LIMIT, Lease
 from condensate.events import ResetPolicy, now_utc
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
+from condensate.metrics import TEXT_FORMAT
 from condensate.projector import Bill, Projection
 from condensate.providers import parse_model
 from condensate.runtime import Runtime
@@ -109,6 +113,26 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return error(
             500, "internal-error", f"{request.method} {request.path} failed inside the daemon."
         )
+
+
+UNMATCHED = "unmatched"
+"""The route label of a request no route matched (its raw path is never a label)."""
+
+
+@web.middleware
+async def timing_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Time each API request, by method, route as declared (``/threads/{thread_id}``) and
+    status. The gateway's requests pass untimed here: they are model calls, timed as such."""
+    if request.path.startswith(GATEWAY_PREFIX + "/"):
+        return await handler(request)
+    started = time.perf_counter()
+    response = await handler(request)
+    resource = request.match_info.route.resource
+    route = UNMATCHED if resource is None else resource.canonical
+    request.app[RUNTIME].metrics.http_request(
+        request.method, route, response.status, time.perf_counter() - started
+    )
+    return response
 
 
 @web.middleware
@@ -295,7 +319,7 @@ def thread_json(runtime: Runtime, thread: Thread) -> dict[str, Any]:
         "cwd": thread.spec.cwd,
         "head": thread.spec.head,
         "parent": thread.spec.parent,
-        "status": "running" if thread.running else "idle",
+        "status": thread.status,
         "owner": None if runtime.fleet is None else runtime.fleet.me,
         "events": view.last_seq,
         "usage": usage.as_json(),
@@ -313,6 +337,12 @@ def thread_json(runtime: Runtime, thread: Thread) -> dict[str, Any]:
 
 async def health(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "version": __version__})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Every metric of the daemon, in the Prometheus text format."""
+    body = request.app[RUNTIME].metrics.exposition()
+    return web.Response(body=body, headers={"Content-Type": TEXT_FORMAT})
 
 
 async def openapi(request: web.Request) -> web.Response:
@@ -577,6 +607,7 @@ async def post_pin(request: web.Request) -> web.Response:
 ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/health", health),
     ("GET", "/openapi.json", openapi),
+    ("GET", "/metrics", metrics),
     ("POST", "/threads", create_thread),
     ("GET", "/threads", list_threads),
     ("GET", "/threads/{thread_id}", get_thread),
@@ -602,7 +633,8 @@ def make_app(
     """The API, and the model gateway under ``/gateway/`` when given one; ``edge``
     middlewares run outside every other (the connection gate)."""
     app = web.Application(
-        middlewares=[*edge, errors_middleware, guard_middleware], client_max_size=MAX_BODY
+        middlewares=[*edge, timing_middleware, errors_middleware, guard_middleware],
+        client_max_size=MAX_BODY,
     )
     app[RUNTIME] = runtime
     app[GUARD] = guard

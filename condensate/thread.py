@@ -64,6 +64,12 @@ class Thread:
     released: bool = False
     """Another daemon of the fleet holds the thread now: nothing more is written for it here."""
 
+    @property
+    def status(self) -> str:
+        """What ``GET /threads`` and the metrics say of it: ``running`` during a turn, else
+        ``idle``."""
+        return "running" if self.running else "idle"
+
     def notify(self) -> None:
         self.changed.set()
         self.changed = anyio.Event()

@@ -1,6 +1,8 @@
 """The gateway's edge: aiohttp handlers under ``/gateway/<api>/`` that check a request's pass,
 measure it, forward it with the real credential and stream the reply back as the provider
-sent it, logging the provider's count on the way.
+sent it, logging the provider's count on the way. Each model request is timed end to end,
+and an error the provider answers it with is counted by its class (by an observer: the
+daemon's metrics).
 
 A call's count is announced to the recorder before the reply's final count is passed on and
 logged right after it, off the reply's path: whatever decides on the thread's view (a
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,6 +29,7 @@ from multidict import CIMultiDict
 
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import GatewayAccess
+from condensate.errors import ProviderError, TransportFailed
 from condensate.events import ModelUsage, now_utc
 from condensate.gateway.bound import leading_model
 from condensate.gateway.passes import Pass, Passes, PassRefused
@@ -55,6 +59,7 @@ from condensate.gateway.wire import (
     with_receipts,
     with_reset,
 )
+from condensate.providers._http import CallObserver, classify
 from condensate.tokens import counter_for
 
 log = structlog.get_logger()
@@ -196,6 +201,8 @@ class _Call:
     api: Api
     shape: RequestShape | None
     session: str | None = None
+    model_call: bool = False
+    """A POST to the API's model endpoint: timed, and a provider's error to it counted."""
     """The engine's session the request names (its header), if it names one."""
     measured: int | None = None
     sent: Sent | None = None
@@ -249,6 +256,8 @@ class Gateway:
     passes: Passes = field(default_factory=Passes)
     meters: dict[str, SessionMeter] = field(default_factory=dict)
     """Session -> its meter."""
+    observer: CallObserver | None = None
+    """Who hears of each model request's duration and of the provider's errors."""
 
     def url(self, daemon_url: str, api: Api) -> str:
         """The base URL a CLI is given: Claude Code appends ``/v1/messages``, Codex
@@ -289,6 +298,7 @@ class Gateway:
     # -- a request ----------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        started = time.perf_counter()
         name = request.match_info["provider"]
         if name not in APIS:
             return web.json_response(
@@ -312,7 +322,8 @@ class Gateway:
         if body is None:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
         call = _Call(grant, api, None, session=named)
-        if request.method == "POST" and tail in MEASURED_PATHS[api]:
+        call.model_call = request.method == "POST" and tail in MEASURED_PATHS[api]
+        if call.model_call:
             admitter, thread = self.admitter, grant.thread_id
             document: Mapping[str, Any] | None = None
             if admitter is not None and admitter.rewrites(thread):
@@ -332,6 +343,17 @@ class Gateway:
                 if isinstance(admitted, web.Response):
                     return admitted
                 body = admitted
+        response = await self._forward(request, call, tail, body)
+        if call.model_call and self.observer is not None:
+            self.observer.ended(api, time.perf_counter() - started)
+        return response
+
+    async def _forward(
+        self, request: web.Request, call: _Call, tail: str, body: bytes
+    ) -> web.StreamResponse:
+        """Send the request on with the real credential and relay the reply as it comes; an
+        upstream that cannot be reached is 502 upstream-unreachable."""
+        api = call.api
         url = f"{self.upstream.base(api)}/{tail}"
         if request.query_string:
             url += f"?{request.query_string}"
@@ -351,7 +373,13 @@ class Gateway:
         except (aiohttp.ClientError, TimeoutError) as exc:
             detail = f"Condensate's gateway could not reach {url}: {type(exc).__name__} {exc}"
             log.warning("gateway_upstream_failed", url=url, error=str(exc))
+            self._failed(call, TransportFailed(detail, provider=api))
             return _error(api, 502, "upstream-unreachable", detail)
+
+    def _failed(self, call: _Call, error: ProviderError) -> None:
+        """A model request failed on its way to or from the provider: counted by class."""
+        if call.model_call and self.observer is not None:
+            self.observer.failed(call.api, error)
 
     def _surely_under(self, call: _Call, body: bytes, rewrite: _Rewrite, gate: int | None) -> bool:
         """Whether the request can go on before it is parsed: nothing in it is to be
@@ -451,6 +479,8 @@ class Gateway:
             if streamed:
                 return await self._stream(request, upstream, call, headers)
             data = await upstream.read()
+            if upstream.status >= 400:
+                self._answered_error(call, upstream, data)
             if call.metered and upstream.status == 200:
                 with contextlib.suppress(ValueError):
                     call.usage.read_body(call.api, _loads(data))
@@ -467,6 +497,21 @@ class Gateway:
             if call.metered and call.usage.seen and not call.logged:
                 await self._log(call)
 
+    def _answered_error(
+        self, call: _Call, upstream: aiohttp.ClientResponse, data: bytes | None
+    ) -> None:
+        """The provider answered a model request with an error status: counted by its class,
+        read as the daemon's own clients read it (the status, the body's error type)."""
+        if not call.model_call or self.observer is None:
+            return
+        body: Any = None
+        if data is not None:
+            try:
+                body = _loads(data)
+            except ValueError:
+                body = data[:500].decode("utf-8", "replace")
+        self._failed(call, classify(call.api, upstream.status, body, dict(upstream.headers)))
+
     async def _stream(
         self,
         request: web.Request,
@@ -474,6 +519,8 @@ class Gateway:
         call: _Call,
         headers: CIMultiDict[str],
     ) -> web.StreamResponse:
+        if upstream.status >= 400:
+            self._answered_error(call, upstream, None)
         response = web.StreamResponse(status=upstream.status, headers=headers)
         await response.prepare(request)
         splitter = SseSplitter(wanted=USAGE_EVENTS)
@@ -493,6 +540,8 @@ class Gateway:
             # The provider cut its stream after it began: the client's stream ends where it
             # stands (no second response inside it), and the CLI treats it as any cut stream.
             log.warning("gateway_stream_cut", url=str(upstream.url), error=repr(exc))
+            cut = TransportFailed(f"The stream broke off: {exc!r}", provider=call.api)
+            self._failed(call, cut)
             response.force_close()
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()

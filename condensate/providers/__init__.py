@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 import aiohttp
 
 from condensate.errors import ConfigError
-from condensate.providers._http import RetryPolicy, Timeouts
+from condensate.providers._http import CallObserver, RetryPolicy, Timeouts
 from condensate.providers.anthropic import AnthropicClient
 from condensate.providers.openai import ChatClient, ResponsesClient
 from condensate.providers.types import Completion, Request
@@ -84,9 +84,12 @@ class ProviderSettings:
 
 
 def make_client(
-    model: str | ModelName, settings: ProviderSettings, session: aiohttp.ClientSession
+    model: str | ModelName,
+    settings: ProviderSettings,
+    session: aiohttp.ClientSession,
+    observer: CallObserver | None = None,
 ) -> ModelClient:
-    """The client for ``model``, on the shared ``session``."""
+    """The client for ``model``, on the shared ``session``; ``observer`` hears of its calls."""
     name = model if isinstance(model, ModelName) else parse_model(model)
     endpoint = settings.endpoint(name.provider)
     kinds: dict[Provider, type[AnthropicClient | ResponsesClient | ChatClient]] = {
@@ -100,4 +103,5 @@ def make_client(
         session=session,
         retry=settings.retry,
         timeouts=settings.timeouts,
+        observer=observer,
     )

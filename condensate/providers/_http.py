@@ -1,6 +1,7 @@
 """What every client shares: error classification from real error bodies, bounded retries
-with backoff inside a deadline for the whole call, read timeouts, and reading a body or a
-stream of server events (what cannot be read is MalformedResponse). The I/O edge of
+with backoff inside a deadline for the whole call, read timeouts, reading a body or a stream
+of server events (what cannot be read is MalformedResponse), and telling an observer (the
+daemon's metrics) of each failed attempt and each call's duration. The I/O edge of
 providers."""
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ import json
 import math
 import random
 import re
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 import anyio
@@ -22,6 +25,7 @@ from condensate.errors import (
     ContextWindowExceeded,
     MalformedRequest,
     ProviderError,
+    ProviderOverloaded,
     ProviderUnavailable,
     RateLimited,
     TransportFailed,
@@ -56,6 +60,19 @@ class Timeouts:
 
     def client_timeout(self) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(total=None, sock_connect=self.connect, sock_read=self.read)
+
+
+class CallObserver(Protocol):
+    """Who hears of the calls a client makes (the daemon's metrics). Called on the call's
+    path: each must return at once."""
+
+    def failed(self, provider: str, error: ProviderError) -> None:
+        """One attempt failed with ``error`` (a retried one too)."""
+        ...
+
+    def ended(self, provider: str, seconds: float) -> None:
+        """A call ended, answered or failed, after ``seconds`` (its retries included)."""
+        ...
 
 
 _ANTHROPIC_TOO_LONG = re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)", re.I)
@@ -125,7 +142,9 @@ def classify(
         return RateLimited(
             detail, retry_after=_retry_after(headers or {}), status=status, provider=provider
         )
-    if status >= 500 or kind in ("overloaded_error", "api_error", "server_error"):
+    if status == 529 or kind == "overloaded_error":
+        return ProviderOverloaded(detail, status=status, provider=provider)
+    if status >= 500 or kind in ("api_error", "server_error"):
         return ProviderUnavailable(detail, status=status, provider=provider)
     return MalformedRequest(detail, status=status, provider=provider)
 
@@ -144,12 +163,14 @@ async def with_retries(
     attempt: Callable[[], Awaitable[T]],
     *,
     deadline: float | None = None,
+    failed: Callable[[ProviderError], None] | None = None,
 ) -> T:
     """Run ``attempt``; retry it on retryable errors up to ``policy.max_retries`` times.
 
     With a ``deadline`` (seconds) the whole loop ends by then, waits included: an attempt
     gets what is left of it, and a retry whose wait would reach it is not made (the last
     error is raised). An attempt cut by the deadline is a TransportFailed naming it.
+    ``failed`` hears of every attempt's error, retried or raised.
     """
     end = anyio.current_time() + (deadline if deadline is not None else math.inf)
     for number in range(policy.max_retries + 1):
@@ -157,6 +178,8 @@ async def with_retries(
             with anyio.move_on_after(end - anyio.current_time()):
                 return await attempt()
         except ProviderError as exc:
+            if failed is not None:
+                failed(exc)
             if not exc.retryable or number == policy.max_retries:
                 raise
             wait = policy.delay(number, getattr(exc, "retry_after", None))
@@ -172,7 +195,10 @@ async def with_retries(
             f"{provider} gave no complete answer within {deadline:g} s, the deadline for a "
             f"whole call ({CALL_SETTING}), after {number + 1} attempt(s)."
         )
-        raise TransportFailed(msg, provider=provider)
+        late = TransportFailed(msg, provider=provider)
+        if failed is not None:
+            failed(late)
+        raise late
     msg = "unreachable: the retry loop always returns or raises"
     raise AssertionError(msg)
 
@@ -270,8 +296,8 @@ def _describe(exc: BaseException) -> str:
 
 
 class JsonApiClient:
-    """What the clients share: an endpoint URL, its headers, a session, retries. Subclasses
-    build the URL and headers and implement ``_once`` (one attempt)."""
+    """What the clients share: an endpoint URL, its headers, a session, retries, an observer.
+    Subclasses build the URL and headers and implement ``_once`` (one attempt)."""
 
     provider = ""
 
@@ -283,21 +309,37 @@ class JsonApiClient:
         session: aiohttp.ClientSession,
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
+        observer: CallObserver | None = None,
     ) -> None:
         self.url = url
         self.headers = {**headers, "content-type": "application/json"}
         self.session = session
         self.retry = retry or RetryPolicy()
         self.timeouts = timeouts or Timeouts()
+        self.observer = observer
 
     async def complete(self, request: Request) -> Completion:
-        """One call, retried on retryable errors within the policy and the call deadline."""
-        return await with_retries(
-            self.provider,
-            self.retry,
-            lambda: self._once(request),
-            deadline=self.timeouts.call,
-        )
+        """One call, retried on retryable errors within the policy and the call deadline; the
+        observer hears of each failed attempt and of the call's duration (not of a call
+        cancelled before it ended)."""
+        observer = self.observer
+        failed = None if observer is None else partial(observer.failed, self.provider)
+        started = time.perf_counter()
+        try:
+            reply = await with_retries(
+                self.provider,
+                self.retry,
+                lambda: self._once(request),
+                deadline=self.timeouts.call,
+                failed=failed,
+            )
+        except ProviderError:
+            if observer is not None:
+                observer.ended(self.provider, time.perf_counter() - started)
+            raise
+        if observer is not None:
+            observer.ended(self.provider, time.perf_counter() - started)
+        return reply
 
     async def _post(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
         return await post(

@@ -12,7 +12,7 @@ import aiohttp
 
 from condensate.events import ThinkingBlock, ToolCall
 from condensate.providers import _http, _parse
-from condensate.providers._http import RetryPolicy, Timeouts
+from condensate.providers._http import CallObserver, RetryPolicy, Timeouts
 from condensate.providers.types import (
     Completion,
     Message,
@@ -204,10 +204,13 @@ class AnthropicClient(_http.JsonApiClient):
         session: aiohttp.ClientSession,
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
+        observer: CallObserver | None = None,
     ) -> None:
         headers = {"x-api-key": api_key, "anthropic-version": API_VERSION}
         url = base_url.rstrip("/") + "/v1/messages"
-        super().__init__(url, headers, session=session, retry=retry, timeouts=timeouts)
+        super().__init__(
+            url, headers, session=session, retry=retry, timeouts=timeouts, observer=observer
+        )
 
     async def _once(self, request: Request) -> Completion:
         response = await self._post(request_body(request))

@@ -13,7 +13,7 @@ import aiohttp
 
 from condensate.events import ToolCall
 from condensate.providers import _http, _parse
-from condensate.providers._http import RetryPolicy, Timeouts
+from condensate.providers._http import CallObserver, RetryPolicy, Timeouts
 from condensate.providers.types import (
     Completion,
     Request,
@@ -64,11 +64,14 @@ class _Client(_http.JsonApiClient):
         session: aiohttp.ClientSession,
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
+        observer: CallObserver | None = None,
     ) -> None:
         base = base_url.rstrip("/")
         url = base + self.path if base.endswith("/v1") else base + "/v1" + self.path
         headers = {"authorization": f"Bearer {api_key}"}
-        super().__init__(url, headers, session=session, retry=retry, timeouts=timeouts)
+        super().__init__(
+            url, headers, session=session, retry=retry, timeouts=timeouts, observer=observer
+        )
 
 
 class ResponsesClient(_Client):

@@ -1,8 +1,8 @@
 """A runtime in process for tests: a real SQLite log under ``home``, the real engines (or the
 given ones), the fake model server over HTTP for every provider, the model gateway on a
-loopback port of its own (the CLI engines reach the fake through it, as under a daemon), and
-the runtime's task group; optionally recovered from what a previous daemon left in
-``home``."""
+loopback port of its own (the CLI engines reach the fake through it, as under a daemon), the
+runtime's task group, and the metrics wired as a daemon wires them; optionally recovered from
+what a previous daemon left in ``home``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from condensate.engines import installed
 from condensate.eventlog import EventStore
 from condensate.gateway import Gateway
 from condensate.meter import ModelWindow
+from condensate.metrics import Metrics
 from condensate.providers import ModelClient, make_client
 from condensate.recovery import recover
 from condensate.runtime import Runtime
@@ -57,9 +58,11 @@ async def runtime_on(
             **(overrides or {}),
         )
         providers = settings.providers()
+        metrics = Metrics()
+        native = metrics.calls("native")
 
         def client_for(model: str) -> ModelClient:
-            client = make_client(model, providers, session)
+            client = make_client(model, providers, session, native)
             return client if wrap is None else wrap(client)
 
         async def window_for(model: str) -> ModelWindow:
@@ -75,8 +78,12 @@ async def runtime_on(
                 client_for,
                 window_for,
                 engine_settings=engine_settings,
+                metrics=metrics,
             )
-            gateway = Gateway(upstream(settings), runtime, session, admitter=runtime)
+            observer = metrics.calls("gateway")
+            gateway = Gateway(
+                upstream(settings), runtime, session, admitter=runtime, observer=observer
+            )
             app = web.Application()
             gateway.add_routes(app)
             runner = web.AppRunner(app, shutdown_timeout=1.0)

@@ -24,6 +24,7 @@ from condensate.engines import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
 from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
+from condensate.providers._http import CallObserver
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Stall, Text
 
 CLAUDE = "claude-sonnet-4-5"
@@ -200,11 +201,14 @@ class Forward:
 
 @asynccontextmanager
 async def serving(
-    upstream: Upstream, recorder: Recorder | None = None, admitter: Any = None
+    upstream: Upstream,
+    recorder: Recorder | None = None,
+    admitter: Any = None,
+    observer: CallObserver | None = None,
 ) -> AsyncIterator[Served]:
     recorder = recorder or Recorder()
     async with aiohttp.ClientSession() as session:
-        gateway = Gateway(upstream, recorder, session, admitter=admitter)
+        gateway = Gateway(upstream, recorder, session, admitter=admitter, observer=observer)
         app = web.Application()
         gateway.add_routes(app)
         runner = web.AppRunner(app, shutdown_timeout=1.0)

@@ -14,6 +14,7 @@ from condensate.errors import (
     MalformedRequest,
     MalformedResponse,
     ProviderError,
+    ProviderOverloaded,
     ProviderUnavailable,
     RateLimited,
 )
@@ -108,7 +109,12 @@ def test_http_413_is_a_refusal():
         (
             529,
             {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
-            ProviderUnavailable,
+            ProviderOverloaded,
+        ),
+        (
+            200,  # an error event inside a stream
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            ProviderOverloaded,
         ),
         (
             400,
