@@ -256,14 +256,15 @@ def folded(rows: ThreadRows) -> Projection:
     return view
 
 
-def unfinished(view: Projection) -> str | None:
+def unfinished(view: Projection, thread_id: str) -> str | None:
     """Why a thread is not finished, as its log shows it, or None when it is."""
     if view.turn_open:
         return "its last turn never ended (a daemon stopped during it; the daemon resumes it)"
     if untaken_input(view):
         return "a message it was sent still waits for a turn"
     if view.ask is not None:
-        return f"its ask {view.ask.ask_id} is open (condensate compact ... --answer decline)"
+        answer = f"condensate compact {thread_id} --answer decline"
+        return f"its ask {view.ask.ask_id} is open (answer it first: {answer})"
     return None
 
 
@@ -284,7 +285,7 @@ async def archive_thread(store: EventStore, thread_id: str, directory: Path) -> 
         raise Refused(
             code="unknown-thread", status=404, detail=f"There is no thread {thread_id!r}."
         )
-    why = unfinished(await anyio.to_thread.run_sync(folded, rows))
+    why = unfinished(await anyio.to_thread.run_sync(folded, rows), thread_id)
     if why is not None:
         raise Refused(
             code="thread-not-finished",
