@@ -251,6 +251,18 @@ RESPONSE_SCHEMAS: dict[str, Any] = {
         {"seq": _NULLABLE_INT, "pinned": _INT, "pins": {"type": "array", "items": _INT}}
     ),
     "ApprovalAnswered": _object({"seq": _INT, "id": _STR, "decision": {"enum": ["allow", "deny"]}}),
+    "Archived": _object(
+        {
+            "thread": _STR,
+            "file": _STR,
+            "host": _STR,
+            "archivedAt": _STR,
+            "lastSeq": _INT,
+            "events": _INT,
+            "snapshots": _INT,
+            "digest": _STR,
+        }
+    ),
     "OpenAPI": _object(
         {"openapi": _STR, "info": _OPEN_OBJECT, "paths": _OPEN_OBJECT}, closed=False
     ),
@@ -430,6 +442,14 @@ def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
                     **_ok(200, "pinned", "Pinned"),
                     **_errors(404, 409, *WITH_BODY),
                 },
+            }
+        },
+        "/threads/{thread_id}/archive": {
+            "post": {
+                "summary": "Move a finished thread out of the live log into its archive file "
+                "(409 thread-running, thread-not-finished, thread-archived)",
+                "parameters": thread,
+                "responses": {**_ok(200, "archived", "Archived"), **_errors(404, 409)},
             }
         },
         "/threads/{thread_id}/tools/{name}": {

@@ -3,13 +3,16 @@
 ``serve`` runs the daemon; ``run``, ``threads``, ``tail``, ``compact``, ``status``,
 ``approvals``, ``approve`` and ``stop`` talk to it over HTTP (it is found by itself, with its
 token); ``doctor`` and ``view`` read the embedded log directly and work without a daemon.
+``export`` and ``archive`` keep a log (see ``cmd_export`` and ``cmd_archive``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -18,7 +21,7 @@ from typing import Any, TypeVar, get_args
 import aiohttp
 import anyio
 
-from condensate import __version__, engines, statedir
+from condensate import __version__, archive, engines, statedir
 from condensate.app import engine_checks, log_name, open_store, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError, ConfigError, TemporaryFailure
@@ -29,7 +32,6 @@ from condensate.meter import ModelWindow, measure
 from condensate.planner import Cut, HoldBack, Stop, plan
 from condensate.probes import summary_line
 from condensate.providers import make_client
-from condensate.rebuild import rebuilt
 from condensate.render import render_window
 from condensate.settings import Settings, load_settings
 from condensate.sqlite_store import SqliteStore
@@ -333,7 +335,10 @@ def cmd_pin(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
-    projection = _read(settings, args, lambda store: rebuilt(store, args.thread))
+    directory = archive.directory_of(settings, args.db)
+    projection = _read(
+        settings, args, lambda store: archive.rebuilt_anywhere(store, args.thread, directory)
+    )
     window = ModelWindow(args.window, resolved=args.window_resolved)
     shaped = engines.profile_of(projection.engine, settings)
     usage = measure(projection, window, shaped.ceilings)
@@ -353,6 +358,62 @@ def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
         data["rendered"] = render_window(projection)
     _emit(args, data, text)
     return 0
+
+
+def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
+    """A thread's events as JSON lines, from the live log or its archive, each with its seq
+    and the event as the log stores it (``condensate replay`` reads the file); no daemon
+    needed."""
+    directory = archive.directory_of(settings, args.db)
+    rows = _read(settings, args, lambda store: archive.thread_rows(store, args.thread, directory))
+    if args.output is None:
+        for line in archive.export_lines(rows):
+            sys.stdout.write(line + "\n")
+        return 0
+    count = archive.write_export(Path(args.output), rows)
+    data = {"thread": args.thread, "events": count, "file": str(args.output)}
+    _emit(args, data, f"exported {count} events of thread {args.thread} to {args.output}")
+    return 0
+
+
+def cmd_archive(settings: Settings, args: argparse.Namespace) -> int:
+    """Move a finished thread out of the live log into its archive (``condensate.archive``).
+    A daemon holding the log's directory does it (``POST /threads/:id/archive``), ending the
+    thread's engine; else it is done here, the directory's lock held so that no daemon starts
+    meanwhile."""
+    home = Path(args.db).parent if args.db else settings.home
+    if not args.db:
+        home.mkdir(parents=True, exist_ok=True, mode=statedir.DIR_MODE)
+    try:
+        lock = statedir.hold(home)
+    except statedir.StateDirectoryBusy:
+        client = DaemonClient.find(settings.model_copy(update={"home": home}))
+        path = f"/threads/{urllib.parse.quote(args.thread, safe='')}/archive"
+        data = client.call("POST", path, {})
+    else:
+        directory = archive.directory_of(settings, args.db)
+        try:
+            record = _read(
+                settings, args, lambda store: archive.archive_thread(store, args.thread, directory)
+            )
+        finally:
+            os.close(lock)
+        data = archive.record_json(record, directory)
+    _emit(
+        args,
+        data,
+        f"archived thread {data['thread']}: {data['events']} events to {data['file']}",
+    )
+    return 0
+
+
+def _log_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """The commands that keep a log: exporting a thread, archiving it."""
+    export = command("export", "print a thread's events as JSON lines (replay reads them)")
+    export.add_argument("thread")
+    export.add_argument("-o", "--output", help="write them to this file (default: stdout)")
+    archived = command("archive", "move a finished thread out of the live log, into its archive")
+    archived.add_argument("thread")
 
 
 def _progress_bar() -> Callable[[str, int, int], None] | None:
@@ -480,6 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--keep-from", type=int)
     compact.add_argument("--reason", default="")
     _operator_commands(command)
+    _log_commands(command)
     view = command("view", "rebuild a thread's view and show the planner's next decision")
     view.add_argument("thread")
     view.add_argument("--window", type=int, default=200_000, help="the model's window")
@@ -531,6 +593,8 @@ COMMANDS = {
     "pin": cmd_pin,
     "view": cmd_view,
     "replay": cmd_replay,
+    "export": cmd_export,
+    "archive": cmd_archive,
 }
 
 

@@ -11,10 +11,16 @@ are refused by the database itself); an event written at an older version is rea
 its kind's current one; a first ``tail`` starts after the latest snapshot, a reader that names
 where it is gets every event after it. The store counts nothing: the caller gives each event's
 tokens (``tokens.count_event``) and the store keeps them beside it.
+
+The one way rows leave the log is archiving (``condensate.archive``): a thread's rows, copied
+byte for byte into a verified archive file, are removed as a whole in the transaction that
+records that archive (``archives``, itself append-only). The database lets a row go only when
+a recorded archive covers it, and refuses any later append to an archived thread.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +62,79 @@ class Lease:
     owner: str
     url: str
     expires_at: datetime
+
+
+EventRow = tuple[int, str, int, str, int, str]
+"""An event row as the log stores it: (seq, kind, v, at, tokens, body)."""
+SnapshotRow = tuple[int, int, str]
+"""A snapshot row as the log stores it: (seq, upto, state)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadRows:
+    """Every row of one thread exactly as the log stores it (bodies not decoded, old versions
+    not upcast): what an archive copies and an export prints."""
+
+    thread_id: str
+    created_at: str
+    events: tuple[EventRow, ...]
+    snapshots: tuple[SnapshotRow, ...]
+
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1][0] if self.events else 0
+
+
+def digest(rows: ThreadRows) -> str:
+    """SHA-256 over every row, each value as stored: equal digests, equal rows."""
+    hashed = hashlib.sha256()
+    hashed.update(json.dumps([rows.thread_id, rows.created_at]).encode())
+    for row in (*rows.events, *rows.snapshots):
+        hashed.update(b"\n" + json.dumps(row).encode())
+    return hashed.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    """A thread moved out of the live log: the archive file (its name, under the archive
+    directory of the host that wrote it) holds its rows, whose digest this is."""
+
+    thread_id: str
+    file: str
+    host: str
+    archived_at: str
+    last_seq: int
+    events: int
+    snapshots: int
+    digest: str
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> ArchiveRecord:
+        """A record from an ``archives`` row (its columns in the order of the fields)."""
+        thread_id, file, host, archived_at, last_seq, events, snapshots, hashed = row
+        return cls(
+            str(thread_id),
+            str(file),
+            str(host),
+            str(archived_at),
+            int(last_seq),
+            int(events),
+            int(snapshots),
+            str(hashed),
+        )
+
+    def values(self) -> tuple[str, str, str, str, int, int, int, str]:
+        """The record as an ``archives`` row (its columns in the order of the fields)."""
+        return (
+            self.thread_id,
+            self.file,
+            self.host,
+            self.archived_at,
+            self.last_seq,
+            self.events,
+            self.snapshots,
+            self.digest,
+        )
 
 
 class Owners(Protocol):
@@ -108,6 +187,21 @@ class EventStore(Protocol):
         ...
 
     async def latest_snapshot(self, thread_id: str) -> Snapshot | None: ...
+
+    async def rows(self, thread_id: str) -> ThreadRows | None:
+        """Every row of the thread as stored, read at one point in time; None when the live
+        log has no such thread."""
+        ...
+
+    async def archived(self, thread_id: str) -> ArchiveRecord | None:
+        """The thread's archive, when it was moved out of the live log."""
+        ...
+
+    async def record_archive(self, record: ArchiveRecord) -> None:
+        """In one transaction: check that the thread's rows still have ``record.digest``,
+        record the archive and remove the thread's rows (EventLogError, nothing changed,
+        when they differ or the thread is archived already)."""
+        ...
 
     async def close(self) -> None: ...
 

@@ -7,7 +7,9 @@ shared server already configure. One connection, its operations one at a time.
 
 The same guarantees as SQLite: a per-thread lock (a transaction-scoped advisory lock) around
 reading the last seq and inserting after it, with the primary key (thread, seq) behind it; a
-batch in one transaction; triggers that refuse UPDATE, DELETE and TRUNCATE on every table.
+batch in one transaction; triggers that refuse UPDATE and TRUNCATE on every table, and DELETE
+but for the rows of a thread whose archive is recorded (``archives``, schema version 2; a
+version 1 database is brought up to it when a store connects, only its triggers replaced).
 """
 
 from __future__ import annotations
@@ -23,19 +25,23 @@ from psycopg import sql
 from condensate.errors import EventLogError, EventNotFound, ThreadOwnedElsewhere
 from condensate.eventlog import (
     DEFAULT_LIMIT,
+    ArchiveRecord,
     Lease,
     Snapshot,
     TailPage,
+    ThreadRows,
     check_batch,
     clamped,
     decode_row,
+    digest,
     page_of,
 )
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TABLES = ("threads", "events", "snapshots")
-"""The log's tables: append-only. ``leases`` is not the log, and changes."""
+"""The log's tables: append-only, but for an archived thread's rows. ``archives`` is
+append-only; ``leases`` is not the log, and changes."""
 CHANNEL = "condensate_events"
 """Every append NOTIFYs it with the thread's id (``fleet`` wakes tails of threads owned
 elsewhere)."""
@@ -68,18 +74,75 @@ CREATE TABLE IF NOT EXISTS leases (
     owner_url TEXT NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL
 );
+CREATE TABLE IF NOT EXISTS archives (
+    thread_id TEXT PRIMARY KEY,
+    file TEXT NOT NULL,
+    host TEXT NOT NULL,
+    archived_at TEXT NOT NULL,
+    last_seq BIGINT NOT NULL,
+    events BIGINT NOT NULL,
+    snapshots BIGINT NOT NULL,
+    digest TEXT NOT NULL
+);
 CREATE OR REPLACE FUNCTION condensate_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'condensate: % on % is refused: the event log is append-only',
         TG_OP, TG_TABLE_NAME;
 END $$;
+CREATE OR REPLACE FUNCTION condensate_delete_archived_row() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM archives a
+               WHERE a.thread_id = OLD.thread_id AND a.last_seq >= OLD.seq) THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'condensate: DELETE on % is refused: the event log is append-only '
+        '(only the rows of an archived thread leave)', TG_TABLE_NAME;
+END $$;
+CREATE OR REPLACE FUNCTION condensate_delete_archived_thread() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM archives a WHERE a.thread_id = OLD.thread_id) THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'condensate: DELETE on % is refused: the event log is append-only '
+        '(only the rows of an archived thread leave)', TG_TABLE_NAME;
+END $$;
+CREATE OR REPLACE FUNCTION condensate_refuse_archived() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM archives a WHERE a.thread_id = NEW.thread_id) THEN
+        RAISE EXCEPTION 'condensate: thread % is archived', NEW.thread_id;
+    END IF;
+    RETURN NEW;
+END $$;
 """
 TRIGGERS = """
-CREATE OR REPLACE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table}
+CREATE OR REPLACE TRIGGER {table}_append_only BEFORE UPDATE ON {table}
     FOR EACH ROW EXECUTE FUNCTION condensate_refuse_change();
+CREATE OR REPLACE TRIGGER {table}_delete_archived_only BEFORE DELETE ON {table}
+    FOR EACH ROW EXECUTE FUNCTION {delete};
 CREATE OR REPLACE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}
     FOR EACH STATEMENT EXECUTE FUNCTION condensate_refuse_change();
 """
+"""Each log table's triggers (a version 1 ``_append_only`` trigger, which refused DELETE
+too, is replaced by the first of them)."""
+ARCHIVE_TRIGGERS = """
+CREATE OR REPLACE TRIGGER events_not_archived BEFORE INSERT ON events
+    FOR EACH ROW EXECUTE FUNCTION condensate_refuse_archived();
+CREATE OR REPLACE TRIGGER threads_not_archived BEFORE INSERT ON threads
+    FOR EACH ROW EXECUTE FUNCTION condensate_refuse_archived();
+CREATE OR REPLACE TRIGGER archives_append_only BEFORE UPDATE OR DELETE ON archives
+    FOR EACH ROW EXECUTE FUNCTION condensate_refuse_change();
+CREATE OR REPLACE TRIGGER archives_no_truncate BEFORE TRUNCATE ON archives
+    FOR EACH STATEMENT EXECUTE FUNCTION condensate_refuse_change();
+"""
+_DELETE_FUNCTIONS = {
+    "threads": "condensate_delete_archived_thread()",
+    "events": "condensate_delete_archived_row()",
+    "snapshots": "condensate_delete_archived_row()",
+}
+ARCHIVER = "condensate-archive"
+"""The lease holder while a store without an owner (the command line) archives a thread."""
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 _LAST_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = %s"
 _INSERT_THREAD = (
@@ -88,6 +151,14 @@ _INSERT_THREAD = (
 _INSERT_EVENT = (
     "INSERT INTO events (thread_id, seq, kind, v, at, tokens, body)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
+_SELECT_ARCHIVE = (
+    "SELECT thread_id, file, host, archived_at, last_seq, events, snapshots, digest"
+    " FROM archives WHERE thread_id = %s"
+)
+_INSERT_ARCHIVE = (
+    "INSERT INTO archives (thread_id, file, host, archived_at, last_seq, events, snapshots, digest)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 
 
@@ -167,19 +238,24 @@ class PostgresStore:
             await cursor.execute(_LOCK, ("condensate-schema",))
             await cursor.execute(SCHEMA)
             for table in TABLES:
-                await cursor.execute(sql.SQL(TRIGGERS.format(table=table)))
+                statements = TRIGGERS.format(table=table, delete=_DELETE_FUNCTIONS[table])
+                await cursor.execute(sql.SQL(statements))
+            await cursor.execute(ARCHIVE_TRIGGERS)
             await cursor.execute("SELECT version FROM condensate_schema")
             found = await cursor.fetchone()
             if found is None:
                 await cursor.execute(
                     "INSERT INTO condensate_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
                 )
-            elif found[0] != SCHEMA_VERSION:
+            elif found[0] > SCHEMA_VERSION:
+                # Raised inside the transaction: the statements above are rolled back.
                 msg = (
                     f"The event log at {self._where} has schema version {found[0]}; this "
-                    f"Condensate reads version {SCHEMA_VERSION}."
+                    f"Condensate reads up to version {SCHEMA_VERSION}."
                 )
                 raise EventLogError(msg)
+            elif found[0] < SCHEMA_VERSION:
+                await cursor.execute("UPDATE condensate_schema SET version = %s", (SCHEMA_VERSION,))
 
         await self._run("prepare the schema", create)
 
@@ -318,6 +394,71 @@ class PostgresStore:
         seq, upto, state = rows[0]
         return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
 
+    # -- archiving (``condensate.archive``) ----------------------------------------------------
+
+    async def rows(self, thread_id: str) -> ThreadRows | None:
+        async def read(cursor: psycopg.AsyncCursor[Any]) -> ThreadRows | None:
+            await cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            return await _rows(cursor, thread_id)
+
+        found: ThreadRows | None = await self._run(f"read the rows of thread {thread_id!r}", read)
+        return found
+
+    async def archived(self, thread_id: str) -> ArchiveRecord | None:
+        rows = await self._fetch(
+            f"read the archive record of thread {thread_id!r}",
+            _SELECT_ARCHIVE,
+            (thread_id,),
+        )
+        return ArchiveRecord.from_row(rows[0]) if rows else None
+
+    async def record_archive(self, record: ArchiveRecord) -> None:
+        thread_id = record.thread_id
+
+        async def write(cursor: psycopg.AsyncCursor[Any]) -> None:
+            await cursor.execute(_LOCK, (thread_id,))  # no append while the rows are compared
+            await cursor.execute("SELECT file FROM archives WHERE thread_id = %s", (thread_id,))
+            found = await cursor.fetchone()
+            if found is not None:
+                msg = f"Thread {thread_id!r} is archived already, in {found[0]}."
+                raise EventLogError(msg)
+            await self._hold_to_archive(cursor, thread_id)
+            rows = await _rows(cursor, thread_id)
+            if rows is None or digest(rows) != record.digest:
+                upto = 0 if rows is None else rows.last_seq
+                msg = (
+                    f"Thread {thread_id!r} changed while it was being archived (its events now "
+                    f"run to seq {upto}, the archive's to {record.last_seq}); nothing was removed."
+                )
+                raise EventLogError(msg)
+            await cursor.execute(_INSERT_ARCHIVE, record.values())
+            for table in (*TABLES, "leases"):
+                # The triggers let these through: the archive that covers them is recorded.
+                await cursor.execute(
+                    sql.SQL("DELETE FROM {} WHERE thread_id = %s").format(sql.Identifier(table)),
+                    (thread_id,),
+                )
+
+        await self._run(f"archive thread {thread_id!r}", write)
+
+    async def _hold_to_archive(self, cursor: psycopg.AsyncCursor[Any], thread_id: str) -> None:
+        """The thread's lease, taken for the archiving transaction (and removed with the
+        thread): refused, naming the holder, while another daemon holds it; a daemon that
+        looks for orphans meanwhile waits for the transaction, then finds no thread."""
+        owner = self.owner or Owner(ARCHIVER, "", 60.0)
+        await cursor.execute(
+            _HOLD.format(also=" OR leases.expires_at < now()"),
+            (thread_id, owner.name, owner.url, owner.seconds),
+        )
+        if await cursor.fetchone() is not None:
+            return
+        await cursor.execute(
+            "SELECT owner, owner_url FROM leases WHERE thread_id = %s", (thread_id,)
+        )
+        holder = await cursor.fetchone()
+        name, url = holder if holder is not None else ("unknown", "")
+        raise ThreadOwnedElsewhere(thread_id, name, url)
+
     async def close(self) -> None:
         await self._connection.close()
 
@@ -414,3 +555,25 @@ async def _next_seq(cursor: psycopg.AsyncCursor[Any], thread_id: str) -> int:
     await cursor.execute(_LAST_SEQ, (thread_id,))
     found = await cursor.fetchone()
     return int(found[0]) + 1 if found is not None else 1
+
+
+async def _rows(cursor: psycopg.AsyncCursor[Any], thread_id: str) -> ThreadRows | None:
+    await cursor.execute("SELECT created_at FROM threads WHERE thread_id = %s", (thread_id,))
+    created = await cursor.fetchone()
+    await cursor.execute(
+        "SELECT seq, kind, v, at, tokens, body FROM events WHERE thread_id = %s ORDER BY seq",
+        (thread_id,),
+    )
+    events = await cursor.fetchall()
+    if created is None and not events:
+        return None
+    await cursor.execute(
+        "SELECT seq, upto, state FROM snapshots WHERE thread_id = %s ORDER BY seq", (thread_id,)
+    )
+    snapshots = await cursor.fetchall()
+    return ThreadRows(
+        thread_id=thread_id,
+        created_at="" if created is None else str(created[0]),
+        events=tuple(tuple(row) for row in events),
+        snapshots=tuple(tuple(row) for row in snapshots),
+    )

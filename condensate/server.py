@@ -24,7 +24,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from condensate import __version__, approvals, asks, ceilings, tool_answers
+from condensate import __version__, approvals, archive, asks, ceilings, tool_answers
 from condensate.api import (
     INT64_MAX,
     ApprovalAnswer,
@@ -604,6 +604,18 @@ async def post_pin(request: web.Request) -> web.Response:
     )
 
 
+async def post_archive(request: web.Request) -> web.Response:
+    """Move a finished thread out of the live log into its archive file (``archive``); in a
+    fleet, only the thread's owner does."""
+    runtime = request.app[RUNTIME]
+    thread_id = request.match_info["thread_id"]
+    if await _elsewhere(runtime, thread_id) is not None:
+        await _thread(request)  # refused: 409 naming the owner, or the thread changing hands
+    record = await archive.archive_held(runtime, thread_id)
+    directory = runtime.settings.home / archive.ARCHIVE_DIR
+    return web.json_response(archive.record_json(record, directory))
+
+
 ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/health", health),
     ("GET", "/openapi.json", openapi),
@@ -620,6 +632,7 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("POST", "/threads/{thread_id}/compact", post_compact),
     ("POST", "/threads/{thread_id}/tools/{name}", post_tool),
     ("POST", "/threads/{thread_id}/pins", post_pin),
+    ("POST", "/threads/{thread_id}/archive", post_archive),
 )
 
 

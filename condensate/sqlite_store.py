@@ -12,7 +12,14 @@ from pathlib import Path
 
 import anyio
 
-from condensate.eventlog import DEFAULT_LIMIT, Snapshot, TailPage, check_batch
+from condensate.eventlog import (
+    DEFAULT_LIMIT,
+    ArchiveRecord,
+    Snapshot,
+    TailPage,
+    ThreadRows,
+    check_batch,
+)
 from condensate.events import Event, Stored
 from condensate.store import EventLog
 from condensate.tokens import small_batch
@@ -63,6 +70,15 @@ class SqliteStore:
 
     async def latest_snapshot(self, thread_id: str) -> Snapshot | None:
         return await anyio.to_thread.run_sync(self.log.latest_snapshot, thread_id)
+
+    async def rows(self, thread_id: str) -> ThreadRows | None:
+        return await anyio.to_thread.run_sync(self.log.rows, thread_id)
+
+    async def archived(self, thread_id: str) -> ArchiveRecord | None:
+        return await anyio.to_thread.run_sync(self.log.archived, thread_id)
+
+    async def record_archive(self, record: ArchiveRecord) -> None:
+        await anyio.to_thread.run_sync(self.log.record_archive, record)
 
     async def close(self) -> None:
         self.log.close()

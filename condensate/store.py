@@ -2,10 +2,11 @@
 
 This module owns the per-thread ``seq``, each event's stored token count and the encoding of
 rows; ``store_schema`` holds the schema and how a connection is prepared, ``store_wal`` the
-background WAL checkpoints. Together they are the only modules that write SQLite. Synchronous:
-async callers reach it through a worker thread, or for a small append through ``append_now``,
-which never waits for the lock. Rows never change: triggers refuse UPDATE, DELETE and REPLACE
-on every table.
+background WAL checkpoints; with ``archive`` (which writes archive files in the same layout)
+they are the only modules that write SQLite. Synchronous: async callers reach it through a
+worker thread, or for a small append through ``append_now``, which never waits for the lock.
+Rows never change: triggers refuse UPDATE and REPLACE on every table, and DELETE but for the
+rows of a thread whose archive is recorded (``record_archive``).
 """
 
 from __future__ import annotations
@@ -24,10 +25,13 @@ from condensate.errors import EventLogError, EventNotFound
 from condensate.eventlog import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
+    ArchiveRecord,
     Snapshot,
     TailPage,
+    ThreadRows,
     clamped,
     decode_row,
+    digest,
     page_of,
 )
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
@@ -57,6 +61,14 @@ _INSERT_EVENT = (
 )
 _INSERT_THREAD = "INSERT OR IGNORE INTO threads (thread_id, created_at) VALUES (?, ?)"
 _LAST_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE thread_id = ?"
+_SELECT_ARCHIVE = (
+    "SELECT thread_id, file, host, archived_at, last_seq, events, snapshots, digest"
+    " FROM archives WHERE thread_id = ?"
+)
+_INSERT_ARCHIVE = (
+    "INSERT INTO archives (thread_id, file, host, archived_at, last_seq, events, snapshots, digest)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +86,18 @@ class EventLog:
     """The log file of every thread. One connection, shared by the caller's OS threads under
     a lock; WAL lets other processes read while this one writes."""
 
-    def __init__(self, path: Path, connection: sqlite3.Connection, counter: Counter) -> None:
+    def __init__(
+        self,
+        path: Path,
+        connection: sqlite3.Connection,
+        counter: Counter,
+        *,
+        archives: bool = True,
+    ) -> None:
         self.path = path
         self.counter = counter
+        self._archives = archives
+        """The file has the ``archives`` table (a version 1 file read in place has not)."""
         self._connection: sqlite3.Connection | None = connection
         self._lock = threading.Lock()
         self._checkpointer = Checkpointer(path)
@@ -132,7 +153,7 @@ class EventLog:
                 f"{version}, tables {sorted(tables)})."
             )
             raise EventLogError(msg)
-        return cls(path, connection, counter_for(""))
+        return cls(path, connection, counter_for(""), archives="archives" in tables)
 
     def close(self) -> None:
         """Close the connection; later calls raise EventLogError. Closing twice is harmless."""
@@ -330,6 +351,61 @@ class EventLog:
         seq, upto, state = rows[0]
         return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
 
+    # -- archiving (``condensate.archive``) ----------------------------------------------------
+
+    def rows(self, thread_id: str) -> ThreadRows | None:
+        """Every row of the thread as stored, read in one transaction; None when the log has
+        no such thread."""
+        with self._lock:
+            connection = self._open_connection()
+            try:
+                connection.execute("BEGIN")
+                try:
+                    return _rows(connection, thread_id)
+                finally:
+                    connection.execute("COMMIT")
+            except sqlite3.Error as exc:
+                msg = (
+                    f"Could not read the rows of thread {thread_id!r} in the event log at "
+                    f"{str(self.path)!r}: {exc}."
+                )
+                raise EventLogError(msg) from exc
+
+    def archived(self, thread_id: str) -> ArchiveRecord | None:
+        """The thread's archive record, when it was moved out of this log."""
+        if not self._archives:
+            return None
+        rows = self._fetch(
+            f"read the archive record of thread {thread_id!r}",
+            _SELECT_ARCHIVE,
+            (thread_id,),
+        )
+        return ArchiveRecord.from_row(rows[0]) if rows else None
+
+    def record_archive(self, record: ArchiveRecord) -> None:
+        """Record the thread's verified archive and remove its rows, in one transaction,
+        provided they are still the rows the archive holds (their digest)."""
+        thread_id = record.thread_id
+        with self._lock, self._transaction(f"archive thread {thread_id!r}") as connection:
+            found = connection.execute(
+                "SELECT file FROM archives WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            if found is not None:
+                msg = f"Thread {thread_id!r} is archived already, in {found[0]}."
+                raise EventLogError(msg)
+            rows = _rows(connection, thread_id)
+            if rows is None or digest(rows) != record.digest:
+                upto = 0 if rows is None else rows.last_seq
+                msg = (
+                    f"Thread {thread_id!r} changed while it was being archived (its events now "
+                    f"run to seq {upto}, the archive's to {record.last_seq}); nothing was removed."
+                )
+                raise EventLogError(msg)
+            connection.execute(_INSERT_ARCHIVE, record.values())
+            for table in ("events", "snapshots", "threads"):
+                # The triggers let these through: the archive that covers them is recorded.
+                connection.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))  # noqa: S608
+
     def _count_written(self, size: int) -> None:
         """Called with the lock held, after a commit."""
         self._written += size
@@ -407,4 +483,25 @@ def _last_seq(connection: sqlite3.Connection, thread_id: str) -> int:
 def _encode(event: Event, tokens: int) -> _Row:
     return _Row(
         kind=event.kind, v=event.v, at=event.at.isoformat(), tokens=tokens, body=encode(event)
+    )
+
+
+def _rows(connection: sqlite3.Connection, thread_id: str) -> ThreadRows | None:
+    created = connection.execute(
+        "SELECT created_at FROM threads WHERE thread_id = ?", (thread_id,)
+    ).fetchone()
+    events = connection.execute(
+        "SELECT seq, kind, v, at, tokens, body FROM events WHERE thread_id = ? ORDER BY seq",
+        (thread_id,),
+    ).fetchall()
+    if created is None and not events:
+        return None
+    snapshots = connection.execute(
+        "SELECT seq, upto, state FROM snapshots WHERE thread_id = ? ORDER BY seq", (thread_id,)
+    ).fetchall()
+    return ThreadRows(
+        thread_id=thread_id,
+        created_at="" if created is None else str(created[0]),
+        events=tuple(events),
+        snapshots=tuple(snapshots),
     )

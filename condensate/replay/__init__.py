@@ -38,6 +38,7 @@ from condensate.replay.runner import (
     Run,
     recording_window,
     replay,
+    run_policy,
 )
 from condensate.replay.stand_in import (
     FAKE_CURATOR,
@@ -84,6 +85,7 @@ __all__ = [
     "make_policy",
     "recording_window",
     "replay",
+    "run_policy",
     "stand_in_summary",
     "text_report",
     "touched_files",

@@ -1,6 +1,7 @@
 """Loading a recording from a log (``load`` tells the formats apart): Condensate's own (the
-SQLite file, or events as JSON lines), or a transcript format an engine's package registers
-(``transcripts``: a Claude Code transcript, a Codex rollout).
+SQLite file, an archive file, or events as JSON lines, as ``condensate export`` writes them),
+or a transcript format an engine's package registers (``transcripts``: a Claude Code
+transcript, a Codex rollout). A thread archived out of a SQLite log is read from its archive.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from condensate.archive import ARCHIVE_DIR, open_archive
 from condensate.errors import CondensateError, EventLogError
 from condensate.events import (
     EVENT_TYPES,
@@ -47,7 +49,10 @@ def load(path: Path, thread: str | None = None) -> Recording:
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    # Lines end at "\n" only: a JSON string may hold U+2028, U+0085 and the like unescaped,
+    # which str.splitlines would take for line ends.
+    text = path.read_text(encoding="utf-8")
+    for number, raw in enumerate(text.split("\n"), 1):
         if not raw.strip():
             continue
         try:
@@ -77,6 +82,10 @@ def _load_sqlite(path: Path, thread: str | None) -> Recording:
                     raise CondensateError(msg)
                 thread = max(sizes, key=lambda t: sizes[t])
             events = [stored.event for stored in log.replay(thread)]
+            record = log.archived(thread) if not events else None
+        if record is not None:
+            with open_archive(record, path.parent / ARCHIVE_DIR) as archived:
+                events = [stored.event for stored in archived.replay(thread)]
     except EventLogError as exc:
         raise CondensateError(str(exc)) from exc
     if not events:

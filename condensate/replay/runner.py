@@ -272,50 +272,92 @@ async def replay(
     progress: Progress | None = None,
 ) -> Report:
     """Run ``recording`` through each policy in ``config``, each against a fresh fake."""
+    prepared = _prepare(recording, config)
+    results: dict[str, PolicyResult] = {}
+    for name in config.policies:
+        run = await _run_policy(prepared, name, curator_client_for, progress)
+        results[name] = result_of(run)
+    return Report(recording, config, prepared.window, _curator_model(config), results)
+
+
+async def run_policy(recording: Recording, config: ReplayConfig, name: str) -> Run:
+    """Run ``recording`` under the policy ``name`` against a fresh fake, with the stand-in
+    curator: the finished run, its ``history`` the log a daemon would have written."""
+    return await _run_policy(_prepare(recording, config), name, None, None)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What every policy's run of one recording shares."""
+
+    recording: Recording
+    config: ReplayConfig
+    counter: TokenCounter
+    counts: dict[int, int]
+    window: int
+    system: str
+
+
+def _prepare(recording: Recording, config: ReplayConfig) -> _Prepared:
     if not recording.events:
         msg = f"{recording.name} has no conversation to replay."
         raise CondensateError(msg)
     counter = counter_for("")
-    counts = {id(e): count_event(e, counter) for e in recording.events}
-    window = recording_window(recording, config)
-    system = _filler(recording.baseline, counter)
-    results: dict[str, PolicyResult] = {}
+    return _Prepared(
+        recording,
+        config,
+        counter,
+        {id(e): count_event(e, counter) for e in recording.events},
+        recording_window(recording, config),
+        _filler(recording.baseline, counter),
+    )
+
+
+def _curator_model(config: ReplayConfig) -> str:
+    if config.curator == FAKE_CURATOR:
+        return f"anthropic:{FAKE_CURATOR_MODEL}"
+    return config.curator
+
+
+async def _run_policy(
+    prepared: _Prepared,
+    name: str,
+    curator_client_for: Callable[[str], ModelClient] | None,
+    progress: Progress | None,
+) -> Run:
+    config = prepared.config
     fake_curator = config.curator == FAKE_CURATOR
-    curator_model = f"anthropic:{FAKE_CURATOR_MODEL}" if fake_curator else config.curator
-    for name in config.policies:
-        policy = make_policy(name, config)
-        async with (
-            FakeModelServer(window=window) as fake,
-            aiohttp.ClientSession() as session,
-        ):
-            client = AnthropicClient(
-                fake.url, "replay", session=session, retry=RetryPolicy(max_retries=0)
-            )
+    async with (
+        FakeModelServer(window=prepared.window) as fake,
+        aiohttp.ClientSession() as session,
+    ):
+        client = AnthropicClient(
+            fake.url, "replay", session=session, retry=RetryPolicy(max_retries=0)
+        )
 
-            def client_for(model: str, client: ModelClient = client) -> ModelClient:
-                return client
+        def client_for(model: str, client: ModelClient = client) -> ModelClient:
+            return client
 
-            curator = Curator(
-                CuratorSettings(model=curator_model),
-                client_for if fake_curator or curator_client_for is None else curator_client_for,
-            )
-            run = Run(
-                recording,
-                policy,
-                config,
-                fake,
-                client,
-                curator,
-                fake_curator,
-                counts,
-                counter,
-                window,
-                system,
-                _fake_model(recording),
-            )
-            await run.run(progress)
-            results[name] = result_of(run)
-    return Report(recording, config, window, curator_model, results)
+        curator = Curator(
+            CuratorSettings(model=_curator_model(config)),
+            client_for if fake_curator or curator_client_for is None else curator_client_for,
+        )
+        run = Run(
+            prepared.recording,
+            make_policy(name, config),
+            config,
+            fake,
+            client,
+            curator,
+            fake_curator,
+            prepared.counts,
+            prepared.counter,
+            prepared.window,
+            prepared.system,
+            _fake_model(prepared.recording),
+        )
+        await run.run(progress)
+    return run
 
 
 def result_of(run: Run) -> PolicyResult:
