@@ -26,9 +26,10 @@ from aiohttp import web
 from anyio.abc import TaskGroup
 
 from condensate import edge, statedir
+from condensate.config import read_settings
 from condensate.curator import Curator
 from condensate.engine import Engines, EngineSettings
-from condensate.engines import installed
+from condensate.engines import installed, setting_warnings
 from condensate.errors import ConfigError, TemporaryFailure
 from condensate.eventlog import EventStore
 from condensate.fleet import Fleet, daemon_id
@@ -42,7 +43,7 @@ from condensate.providers.windows import resolve_window
 from condensate.recovery import recover
 from condensate.runtime import Runtime
 from condensate.server import Guard, make_app
-from condensate.settings import Settings, read_settings
+from condensate.settings import Settings
 from condensate.sqlite_store import SqliteStore
 from condensate.webhook import UsageWebhook
 
@@ -375,6 +376,9 @@ async def serve(settings: Settings) -> None:
     keep_environment_private()
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with running(settings):
+            for text in setting_warnings(settings, installed()):
+                # Said once it serves: a thread that would fail with 401 is a setting away.
+                log.warning("setting_warning", detail=text)
             async for received in signals:
                 log.info("daemon_stopping", signal=signal.Signals(received).name)
                 break

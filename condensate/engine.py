@@ -20,6 +20,7 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from condensate.config import read_settings
 from condensate.events import Engine, Event, ResetPolicy, Stored, TurnOutcomeKind, Window
 from condensate.meter import ContextUsage
 from condensate.projector import Projection
@@ -190,8 +191,9 @@ Own = TypeVar("Own", bound=EngineSettings)
 
 def own_settings(kind: type[Own], given: EngineSettings | None) -> Own:
     """``given`` when it is an engine's settings of ``kind``, else ``kind``'s read from the
-    environment (an engine made outside a daemon, as a benchmark makes one)."""
-    return given if isinstance(given, kind) else kind()
+    environment and the configuration file (an engine made outside a daemon, as a benchmark
+    makes one)."""
+    return given if isinstance(given, kind) else read_settings(kind)
 
 
 @dataclass(frozen=True)
@@ -266,6 +268,9 @@ class EngineInfo:
     """The request header in which the engine's CLI names the session a model request
     belongs to: through the gateway, a request naming an older session is refused."""
     settings: type[EngineSettings] = EngineSettings
+    providers: tuple[str, ...] = ()
+    """The providers its threads' models reach (the daemon warns at start when one has no
+    credential); empty: whichever a thread's model names."""
     thread_dirs: str | None = None
     """The directory under the state directory in which the engine keeps one directory per
     thread for its CLI (``claude``: ``$CONDENSATE_HOME/claude/<thread>``). No CLI session

@@ -11,16 +11,20 @@ so that a new engine needs no edit here or anywhere in the core.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.metadata import entry_points
 
+from pydantic_settings import BaseSettings
+
 from condensate.ceilings import CeilingSettings
+from condensate.config import config_path, env_names, read_file, read_settings, unknown
 from condensate.engine import EngineInfo, Engines, EngineSettings
 from condensate.errors import ConfigError
 from condensate.planner import PlannerSettings
-from condensate.settings import Settings, read_settings
+from condensate.settings import Settings
 
 GROUP = "condensate.engines"
 
@@ -117,3 +121,66 @@ def profile_of(name: str, settings: Settings) -> Profile:
         msg = f"The engine {name!r} is not installed (installed: {', '.join(sorted(engines))})."
         raise ConfigError(msg)
     return profile(engines[name], settings.ceilings(), settings.planner())
+
+
+CREDENTIALS: dict[str, tuple[tuple[str, ...], str]] = {
+    "anthropic": (
+        ("anthropic_api_key", "anthropic_auth_token"),
+        "CONDENSATE_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY; a Claude subscription's token in "
+        "CONDENSATE_ANTHROPIC_AUTH_TOKEN)",
+    ),
+    "openai": (("openai_api_key",), "CONDENSATE_OPENAI_API_KEY (or OPENAI_API_KEY)"),
+}
+"""Per provider: the settings that hold a credential for it, and how to name them."""
+OTHER_NAMES = ("CONDENSATE_CONFIG", "CONDENSATE_MCP_TOKEN")
+"""``CONDENSATE_*`` variables no settings model reads: the configuration file's path, and the
+token the CLI engines hand their MCP server."""
+
+
+def credential_warnings(settings: Settings, engines: Engines, where: str) -> list[str]:
+    """A sentence for each engine whose provider has no credential (an engine that may reach
+    any provider: when none has one). ``where`` names the configuration file."""
+
+    def missing(provider: str) -> bool:
+        fields, _ = CREDENTIALS[provider]
+        return not any(getattr(settings, field) for field in fields)
+
+    out: list[str] = []
+    for name, info in sorted(engines.items()):
+        providers = info.providers or tuple(CREDENTIALS)
+        lacking = [p for p in providers if missing(p)]
+        if not lacking or (not info.providers and len(lacking) < len(providers)):
+            continue
+        wanted = " or ".join(CREDENTIALS[p][1] for p in lacking)
+        out.append(
+            f"The {name} engine's provider ({', '.join(lacking)}) has no credential: set "
+            f"{wanted} in the daemon's environment or in {where}; until then its threads "
+            "fail with 401."
+        )
+    return out
+
+
+def known_variables(engines: Engines) -> set[str]:
+    """Every ``CONDENSATE_*`` variable a setting reads (the daemon's and each engine's)."""
+    kinds: list[type[BaseSettings]] = [Settings, *(info.settings for info in engines.values())]
+    found = {
+        name for kind in kinds for field in kind.model_fields for name in env_names(kind, field)
+    }
+    return found | set(OTHER_NAMES)
+
+
+def unknown_variables(engines: Engines) -> list[str]:
+    """A sentence for each ``CONDENSATE_*`` name in the environment or the configuration file
+    that no setting reads (a misspelling, with the setting it is closest to)."""
+    names = [*os.environ, *read_file(config_path())]
+    return unknown(names, known_variables(engines))
+
+
+def setting_warnings(settings: Settings | None, engines: Engines) -> list[str]:
+    """What the daemon says at start: misspelt variables, and engines whose provider has no
+    credential (``settings`` None: not readable, said elsewhere)."""
+    where = str(config_path())
+    found = unknown_variables(engines)
+    if settings is not None:
+        found += credential_warnings(settings, engines, where)
+    return found

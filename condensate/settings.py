@@ -8,14 +8,14 @@ import os
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from condensate.ceilings import CeilingSettings
+from condensate.config import read_settings
 from condensate.curator import CuratorSettings
-from condensate.errors import ConfigError
 from condensate.planner import PlannerSettings
 from condensate.prices import Price
 from condensate.providers import Endpoint, ProviderSettings
@@ -158,22 +158,7 @@ class Settings(BaseSettings):
         )
 
 
-Read = TypeVar("Read", bound=BaseSettings)
-
-
-def read_settings(kind: type[Read]) -> Read:
-    """``kind``'s settings from the environment; a bad value names its variable."""
-    try:
-        return kind()
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"CONDENSATE_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
-            for err in exc.errors()
-        )
-        msg = f"Invalid settings: {problems}."
-        raise ConfigError(msg) from exc
-
-
 def load_settings() -> Settings:
-    """The daemon's settings from the environment; a bad value names its variable."""
+    """The daemon's settings: the environment, then the configuration file (``config``); a
+    bad value names its variable."""
     return read_settings(Settings)

@@ -1,14 +1,22 @@
-"""Shared fixtures: every test starts with no CONDENSATE_* variables set, and with no stale
-pyenv lock left by an earlier test."""
+"""Shared fixtures: every test starts with no CONDENSATE_* variables set and no configuration
+file (the session's XDG_CONFIG_HOME is an empty directory of its own, which the daemons the
+tests start inherit), and with no stale pyenv lock left by an earlier test."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from benchmarks.machine import clear_stale_pyenv_lock
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A developer's ~/.config/condensate/env must not reach a test: the session (and every
+    process it starts) reads an empty configuration directory of its own."""
+    os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="condensate-test-config-")
 
 
 @pytest.fixture(autouse=True)

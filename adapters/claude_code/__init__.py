@@ -57,6 +57,7 @@ ENGINE = EngineInfo(
     recall=True,
     own_context=("<system-reminder>",),
     session_header="x-claude-code-session-id",
+    providers=("anthropic",),
     settings=ClaudeSettings,
     thread_dirs=STATE_DIR,
     check=doctor,

@@ -52,6 +52,7 @@ ENGINE = EngineInfo(
     recall=True,
     own_context=("<environment_context>", "<user_instructions>", "# AGENTS.md instructions"),
     session_header="thread-id",
+    providers=("openai",),
     settings=CodexSettings,
     thread_dirs=STATE_DIR,
     check=doctor,

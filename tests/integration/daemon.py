@@ -49,6 +49,8 @@ class DaemonProcess:
     """Start the daemon with RLIMIT_NOFILE (soft and hard) at this, so it cannot raise it."""
     soft_file_limit: int | None = None
     """With ``file_limit``: start with this soft limit instead (below the hard one)."""
+    without: tuple[str, ...] = ()
+    """Variables the daemon starts without (a key the test puts elsewhere, or nowhere)."""
     process: subprocess.Popen[bytes] | None = None
     url: str = ""
     token: str = ""
@@ -68,6 +70,8 @@ class DaemonProcess:
             }
         )
         env.update(self.extra_env)
+        for name in self.without:
+            env.pop(name, None)
         return env
 
     def start(self, timeout: float = 30.0) -> None:

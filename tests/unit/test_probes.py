@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from condensate.cli import _event_line
+from condensate.cli.output import event_line as _event_line
 from condensate.curator import replaced_entries
 from condensate.events import ApprovalRequested, ProbeReport, UserMessage, Window, WindowTrigger
 from condensate.probes import (

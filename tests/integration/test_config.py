@@ -1,0 +1,160 @@
+"""One source of settings, as real subprocesses: the daemon and the command line read the
+environment, then the configuration file; ``condensate config`` shows each setting and where
+it came from and edits the file; a bad value is one sentence; a misspelt variable and a
+provider without a credential are warned about."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from condensate.testing.fake_model import FakeModelServer, Text
+from tests.integration.daemon import REPO, DaemonProcess, call, wait_for
+
+MODEL = "anthropic:claude-sonnet-4-5"
+
+
+def run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``condensate ARGS`` with a configuration directory of its own under ``tmp_path``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_")}
+    clean |= {"XDG_CONFIG_HOME": str(tmp_path / "config"), "CONDENSATE_HOME": str(tmp_path)}
+    return subprocess.run(
+        [sys.executable, "-m", "condensate", *args],
+        cwd=REPO,
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def config_file(tmp_path: Path) -> Path:
+    return tmp_path / "config" / "condensate" / "env"
+
+
+def test_config_says_where_each_setting_came_from(tmp_path: Path):
+    """The environment, the file with its line, or the default; a key is never shown whole."""
+    path = config_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("# mine\nCONDENSATE_WINDOW_TARGET=0.4\nANTHROPIC_API_KEY=sk-ant-secret-9876\n")
+    done = run(tmp_path, "config", "--json", CONDENSATE_OUTPUT_RESERVE="4096")
+    assert done.returncode == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)["settings"]}
+    assert rows["CONDENSATE_WINDOW_TARGET"] == {
+        "name": "CONDENSATE_WINDOW_TARGET",
+        "value": "0.4",
+        "source": f"{path}:2",
+    }
+    assert rows["CONDENSATE_OUTPUT_RESERVE"]["source"] == "environment"
+    assert rows["CONDENSATE_PORT"] == {
+        "name": "CONDENSATE_PORT",
+        "value": "4741",
+        "source": "default",
+    }
+    assert rows["CONDENSATE_ANTHROPIC_API_KEY"]["value"] == "…9876"
+    assert "secret" not in done.stdout
+    assert "CONDENSATE_CLAUDE_BINARY" in rows  # an engine's settings too
+
+
+def test_config_set_writes_the_file_the_daemon_reads(tmp_path: Path):
+    """``config set`` writes a private file; a value a setting cannot take is refused in one
+    sentence and the file is left as it was."""
+    assert run(tmp_path, "config", "set", "CONDENSATE_PORT", "4800").returncode == 0
+    path = config_file(tmp_path)
+    assert path.read_text() == "CONDENSATE_PORT=4800\n"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    refused = run(tmp_path, "config", "set", "CONDENSATE_PORT", "not-a-port")
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1
+    assert "CONDENSATE_PORT" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert path.read_text() == "CONDENSATE_PORT=4800\n"
+
+
+def test_config_set_of_a_misspelt_name_names_the_setting_meant(tmp_path: Path):
+    done = run(tmp_path, "config", "set", "CONDENSATE_WINDOW_TARGT", "0.5")
+    assert done.returncode == 2
+    assert "did you mean CONDENSATE_WINDOW_TARGET?" in done.stderr
+    assert not config_file(tmp_path).exists()
+
+
+def test_a_misspelt_variable_is_warned_about_by_every_command(tmp_path: Path):
+    """In the environment or in the file, with the setting it is closest to."""
+    path = config_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("CONDENSATE_WINDOW_EARLYY=0\n")
+    done = run(tmp_path, "doctor", CONDENSATE_PROT="4800")
+    assert done.returncode == 0, done.stderr
+    assert "CONDENSATE_PROT is not a Condensate setting; did you mean CONDENSATE_PORT?" in (
+        done.stderr
+    )
+    assert "did you mean CONDENSATE_WINDOW_EARLY?" in done.stderr
+
+
+def test_a_bad_value_in_the_file_is_one_sentence_naming_its_line(tmp_path: Path):
+    path = config_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("\nCONDENSATE_WINDOW_TARGET=lots\n")
+    done = run(tmp_path, "threads")
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"condensate: Invalid settings: CONDENSATE_WINDOW_TARGET (set in {path}:2): Input should "
+        "be a valid number, unable to parse string as a number.\n"
+    )
+
+
+@pytest.fixture
+async def keyed_fake():
+    """A fake provider that answers only the key ``sk-from-the-file``."""
+    async with FakeModelServer(api_key="sk-from-the-file") as fake:
+        yield fake
+
+
+async def test_the_daemon_reads_the_key_from_the_file(tmp_path: Path, keyed_fake, session):
+    """A key set with ``config set`` (not in the daemon's environment) reaches the provider."""
+    home = tmp_path / "home"
+    home.mkdir()
+    daemon = DaemonProcess(
+        home,
+        keyed_fake.url,
+        extra_env={"XDG_CONFIG_HOME": str(tmp_path)},
+        without=("CONDENSATE_ANTHROPIC_API_KEY",),
+    )
+    path = tmp_path / "condensate" / "env"
+    path.parent.mkdir(parents=True)
+    path.write_text("CONDENSATE_ANTHROPIC_API_KEY=sk-from-the-file\n")
+    keyed_fake.queue(Text("Keyed."))
+    daemon.start()
+    try:
+        body = {"model": MODEL, "cwd": str(tmp_path), "brief": "hello"}
+        status, created = await call(session, daemon, "POST", "/threads", body)
+        assert status == 201, created
+        events = await wait_for(session, daemon, created["id"], lambda e: e["kind"] == "turn.ended")
+        assert events[-1]["outcome"] == "completed", events[-1]
+        assert keyed_fake.requests[-1].status == 200
+    finally:
+        daemon.close()
+
+
+async def test_the_daemon_warns_at_start_naming_the_missing_credential(tmp_path: Path, fake):
+    """No OpenAI key anywhere: the daemon says which variable the codex engine needs."""
+    (tmp_path / "home").mkdir()
+    daemon = DaemonProcess(tmp_path / "home", fake.url, without=("CONDENSATE_OPENAI_API_KEY",))
+    daemon.start()
+    try:
+        warned = [
+            json.loads(line)
+            for line in daemon.log_tail().splitlines()
+            if '"setting_warning"' in line
+        ]
+    finally:
+        daemon.close()
+    (warning,) = warned
+    assert "The codex engine's provider (openai) has no credential" in warning["detail"]
+    assert "CONDENSATE_OPENAI_API_KEY" in warning["detail"]
