@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import get_args
 
 from condensate import __version__, engines
+from condensate.cli import completion
 from condensate.cli.local import (
     cmd_archive,
     cmd_config,
@@ -30,6 +31,7 @@ from condensate.cli.remote import (
     cmd_compact,
     cmd_pin,
     cmd_run,
+    cmd_send,
     cmd_status,
     cmd_stop,
     cmd_tail,
@@ -59,6 +61,11 @@ def _operator_commands(command: Callable[[str, str], argparse.ArgumentParser]) -
     approve.add_argument("approval", help="the id `condensate approvals THREAD` shows")
     approve.add_argument("--deny", action="store_true", help="refuse it instead")
     approve.add_argument("--reason", default="", help="told to the agent")
+    send = command("send", "send a thread a message (a steer, or the start of its next turn)")
+    send.add_argument("thread")
+    send.add_argument("text")
+    send.add_argument("--wait", action="store_true", help="follow the turn until it ends")
+    send.add_argument("--pin", action="store_true", help="keep the message through every window")
     stop = command("stop", "end a thread's running turn")
     stop.add_argument("thread")
     pin = command("pin", "keep a message of a thread through every window")
@@ -72,6 +79,8 @@ def _setup_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> N
     serve_parser.add_argument("--host")
     serve_parser.add_argument("--port", type=int)
     command("doctor", "create or check the state directory and the event log")
+    shell = command("completion", "print a shell completion script (bash, zsh or fish)")
+    shell.add_argument("shell", choices=completion.SHELLS)
     configured = command("config", "show the effective settings and where each came from")
     configured.add_argument("action", nargs="?", choices=("show", "set", "unset"), default="show")
     configured.add_argument("name", nargs="?", help="a setting, e.g. CONDENSATE_PORT")
@@ -96,7 +105,8 @@ def _thread_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> 
         help="a head thread: its line is the model's window less the reserves, not the ceiling",
     )
     run.add_argument("--detach", action="store_true", help="print the thread id and return")
-    command("threads", "list the daemon's threads")
+    listed = command("threads", "list the daemon's threads")
+    listed.add_argument("-q", "--quiet", action="store_true", help="only their ids")
     command("status", "each thread's usage against its line, as a bar")
     tail = command("tail", "print a thread's events")
     tail.add_argument("thread")
@@ -179,6 +189,7 @@ COMMANDS = {
     "compact": cmd_compact,
     "approvals": cmd_approvals,
     "approve": cmd_approve,
+    "send": cmd_send,
     "stop": cmd_stop,
     "pin": cmd_pin,
     "view": cmd_view,
@@ -209,8 +220,12 @@ def exit_status(command: str, error: CondensateError) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
+        if args.command == "completion":
+            sys.stdout.write(completion.script(args.shell, parser))
+            return 0
         if args.command == "config":
             return cmd_config(args)
         warn_unknown()

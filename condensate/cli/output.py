@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TextIO
 
 from condensate.events import ProbeReport
 from condensate.probes import summary_line
@@ -60,11 +63,15 @@ def event_line(event: dict[str, Any]) -> str:
                 # What the probes found is never cut: a summary that failed must be seen.
                 probes = summary_line(ProbeReport.model_validate(event["probes"]))
                 return f"{event['seq']:>6} {kind:<20} {detail} by {event['author']}; {probes}"
-        case "system.line":
-            detail = event["text"]
-        case "turn.ended":
-            detail = f"{event['outcome']} {event.get('reason', '')}"
-    return f"{event['seq']:>6} {kind:<20} {detail[:100]}"
+        case "system.line" | "turn.ended":
+            # A reason is never cut: a failed turn says why, whole.
+            text = (
+                event["text"]
+                if kind == "system.line"
+                else f"{event['outcome']} {event.get('reason', '')}"
+            )
+            return f"{event['seq']:>6} {kind:<20} {text.rstrip()}"
+    return f"{event['seq']:>6} {kind:<20} {first_line(detail, 100)}"
 
 
 def dollars(usd: float | None) -> str:
@@ -138,3 +145,108 @@ def progress_bar() -> Callable[[str, int, int], None] | None:
         sys.stderr.flush()
 
     return show
+
+
+# -- a terminal's view: colours on a terminal, plain text when piped --------------------------
+
+COLOURS = {
+    "bold": "1",
+    "dim": "2",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
+}
+
+
+@dataclass(frozen=True)
+class Style:
+    """ANSI colours, only where they help: a terminal, ``NO_COLOR`` unset, ``TERM`` not dumb."""
+
+    on: bool
+
+    @classmethod
+    def of(cls, stream: TextIO) -> Style:
+        wanted = "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+        return cls(wanted and stream.isatty())
+
+    def __call__(self, text: str, *names: str) -> str:
+        if not self.on or not names:
+            return text
+        codes = ";".join(COLOURS[n] for n in names)
+        return f"\033[{codes}m{text}\033[0m"
+
+
+def table(headers: list[str], rows: list[list[str]], style: Style) -> str:
+    """Columns aligned to their widest cell, the header in bold on a terminal."""
+    if not rows:
+        return ""
+    widths = [max(len(h), *(len(strip_ansi(r[i])) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        padded = [c + " " * (w - len(strip_ansi(c))) for c, w in zip(cells, widths, strict=True)]
+        return "  ".join(padded).rstrip()
+
+    return "\n".join([style(line(headers), "bold"), *(line(r) for r in rows)])
+
+
+_ANSI = re.compile(r"\033\[[0-9;]*m")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def first_line(text: str, limit: int = 200) -> str:
+    """One line of a long text, saying how much more there is."""
+    lines = text.strip().splitlines() or [""]
+    head = lines[0]
+    more = len(lines) - 1
+    if len(head) > limit:
+        head = head[: limit - 1] + "…"
+    return head + (f" (+{more} lines)" if more else "")
+
+
+def turn_event(event: dict[str, Any], style: Style) -> str | None:
+    """One event of a turn as a person follows it (``run``, ``send --wait``, ``chat``): what
+    was said, each tool call and how it ended, windows, asks, and how the turn ended; None
+    for what a reader need not see (usage counts, snapshots)."""
+    match event["kind"]:
+        case "message.user":
+            who = "" if event.get("author", "human") == "human" else f"[{event['author']}] "
+            return style(f"> {who}{event['text']}", "cyan")
+        case "message.assistant":
+            parts = [event["text"]] if event.get("text") else []
+            parts += [
+                style(f"  ⚙ {c['name']} {json.dumps(c.get('arguments', {}))[:160]}", "yellow")
+                for c in event.get("tool_calls", [])
+            ]
+            return "\n".join(parts) or None
+        case "tool.result":
+            mark, colour = ("✗", "red") if event.get("is_error") else ("✓", "green")
+            head = f"  {mark} {event['tool']}({event.get('argument', '')})"
+            body = first_line(event.get("output", ""))
+            return style(head, colour) + (style(f": {body}", "dim") if body else "")
+        case "window":
+            text = f"── window: {event['window_kind']}, ~{event['trigger']['freed']:,} tokens freed"
+            if event.get("author"):
+                text += f" (by the {event['author']})"
+            return style(text, "magenta")
+        case "ask.opened":
+            return style(f"── ask {event['ask_id']}: compact before {event['deadline']}", "magenta")
+        case "ask.answered":
+            return style(f"── ask {event['ask_id']} answered: {event['mode']}", "magenta")
+        case "approval.requested":
+            line = f"── approval {event['approval_id']} wanted: {event['tool']} {event['argument']}"
+            return style(line, "yellow", "bold")
+        case "system.line":
+            return style(f"── {event['text']}", "dim")
+        case "turn.ended":
+            outcome = event["outcome"]
+            reason = f": {event['reason']}" if event.get("reason") else ""
+            colour = "green" if outcome == "completed" else "red"
+            return style(f"── turn {outcome}{reason}", colour)
+        case _:
+            return None

@@ -1,6 +1,6 @@
 """The commands that talk to a running daemon over its HTTP API (found by itself, with its
-token): ``run``, ``threads``, ``status``, ``tail``, ``compact``, ``approvals``, ``approve``,
-``stop``, ``pin``."""
+token): ``run``, ``send``, ``threads``, ``status``, ``tail``, ``compact``, ``approvals``,
+``approve``, ``stop``, ``pin``."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from condensate.cli.output import (
+    Style,
     compaction_lines,
     cost_text,
     emit,
     event_line,
     line_reason,
+    table,
+    turn_event,
     usage_bar,
 )
 from condensate.client import DaemonClient
@@ -24,24 +27,41 @@ from condensate.settings import Settings
 
 def cmd_threads(settings: Settings, args: argparse.Namespace) -> int:
     data = DaemonClient.find(settings).call("GET", "/threads")
+    if args.quiet:
+        sys.stdout.writelines(f"{t['id']}\n" for t in data["threads"])
+        return 0
+    style = Style.of(sys.stdout)
+    colour = {"running": "green", "idle": "dim"}
     rows = [
-        f"{t['id']}  {t['engine']:<6} {t['status']:<8} {t['model']:<32} {t['events']:>6} events"
+        [
+            t["id"],
+            t["engine"],
+            style(t["status"], colour.get(t["status"], "yellow")),
+            t["model"],
+            f"{t['events']:,}",
+        ]
         for t in data["threads"]
     ]
-    emit(args, data, "\n".join(rows) or "no threads")
+    text = table(["THREAD", "ENGINE", "STATUS", "MODEL", "EVENTS"], rows, style)
+    emit(args, data, text or "no threads")
     return 0
 
 
 def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     data = DaemonClient.find(settings).call("GET", "/threads")
+    style = Style.of(sys.stdout)
     rows = []
     for t in data["threads"]:
         usage = t["usage"]
-        ask = "  ask pending" if t["pendingAsk"] else ""
-        why = line_reason(t)
-        bar = usage_bar(usage["used"], usage["line"])
-        rows.append(f"{t['id']}  {bar}  {cost_text(t['costs'])}{why}{ask}")
-    emit(args, data, "\n".join(rows) or "no threads")
+        notes = line_reason(t).strip()
+        if t["pendingAsk"]:
+            notes = f"{notes}  ask pending".strip()
+        share = usage["used"] / usage["line"] if usage["line"] else 1.0
+        colour = "red" if share > 1 else "yellow" if share > 0.8 else "green"
+        bar = style(usage_bar(usage["used"], usage["line"]), colour)
+        rows.append([t["id"], t["status"], bar, cost_text(t["costs"]), style(notes, "yellow")])
+    text = table(["THREAD", "STATUS", "USAGE AGAINST THE LINE", "COST", ""], rows, style)
+    emit(args, data, text or "no threads")
     return 0
 
 
@@ -70,6 +90,38 @@ def cmd_tail(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def follow_turn(client: DaemonClient, thread: str, after: int, args: argparse.Namespace) -> int:
+    """Print the thread's events as a person follows a turn (JSON lines with ``--json``) until
+    a turn ends after ``after``: 0 when it completed, else 1 with its whole reason on stderr;
+    then its usage and cost on one line."""
+    style = Style.of(sys.stdout)
+    while True:
+        page = client.call("GET", f"/threads/{thread}/tail?after={after}&limit=1000&wait=25")
+        for event in page["events"]:
+            shown = json.dumps(event) if args.json else turn_event(event, style)
+            if shown is not None:
+                sys.stdout.write(shown + "\n")
+                sys.stdout.flush()
+            if event["kind"] == "turn.ended":
+                return _ended(client, thread, event, args, style)
+        after = page["nextAfter"]
+
+
+def _ended(
+    client: DaemonClient, thread: str, ended: dict[str, Any], args: argparse.Namespace, style: Style
+) -> int:
+    if not args.json:
+        shown = client.call("GET", f"/threads/{thread}")
+        usage = shown["usage"]
+        status = f"{usage_bar(usage['used'], usage['line'], 20)}  {cost_text(shown['costs'])}"
+        sys.stdout.write(style(f"   {status}", "dim") + "\n")
+    if ended["outcome"] == "completed":
+        return 0
+    reason = ended.get("reason") or "no reason was given"
+    sys.stderr.write(f"condensate: the turn {ended['outcome']}: {reason}\n")
+    return 1
+
+
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     client = DaemonClient.find(settings)
     body = {
@@ -85,7 +137,20 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         emit(args, thread, thread["id"])
         return 0
     sys.stderr.write(f"thread {thread['id']}\n")
-    return _follow(client, thread["id"], 0, args, until_turn_ends=True)
+    return follow_turn(client, thread["id"], 0, args)
+
+
+def cmd_send(settings: Settings, args: argparse.Namespace) -> int:
+    """Steer a thread (``POST /threads/:id/messages``); with ``--wait``, follow the turn that
+    takes the message up until it ends."""
+    client = DaemonClient.find(settings)
+    sent = client.call(
+        "POST", f"/threads/{args.thread}/messages", {"text": args.text, "pinned": args.pin}
+    )
+    if not args.wait:
+        emit(args, sent, f"sent as seq {sent['seq']}")
+        return 0
+    return follow_turn(client, args.thread, sent["seq"], args)
 
 
 def cmd_compact(settings: Settings, args: argparse.Namespace) -> int:

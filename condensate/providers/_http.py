@@ -101,6 +101,14 @@ class RetryPolicy:
         return float(backoff * (0.5 + random.random() / 2))  # noqa: S311 - jitter, not security
 
 
+CREDENTIAL_SETTINGS = {
+    "anthropic": "CONDENSATE_ANTHROPIC_API_KEY",
+    "openai": "CONDENSATE_OPENAI_API_KEY",
+    "chat": "CONDENSATE_CHAT_API_KEY",
+}
+"""The setting that holds each provider's key, named when the provider refuses it."""
+
+
 def error_message(body: Any) -> tuple[str, str]:
     """(type or code, message) from an Anthropic or OpenAI error body."""
     if not isinstance(body, dict):
@@ -137,6 +145,10 @@ def classify(
             provider=provider,
         )
     if status in (401, 403):
+        # The key is the daemon's: say which setting holds it, and how to see where it is set.
+        setting = CREDENTIAL_SETTINGS.get(provider)
+        if setting is not None:
+            detail += f" (the daemon's {setting}: condensate config shows where it is set)"
         return AuthenticationFailed(detail, status=status, provider=provider)
     if status == 429:
         return RateLimited(

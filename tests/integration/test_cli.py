@@ -24,7 +24,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from condensate.client import DaemonClient
-from condensate.testing.fake_model import FakeModelServer, Text
+from condensate.testing.fake_model import Call, Fail, FakeModelServer, Text, ToolCalls
 from tests.integration.daemon import REPO, DaemonProcess, call
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -231,11 +231,96 @@ async def test_run_follows_until_the_turn_ends(
     match = re.search(r"thread (t-[0-9a-f]{12})", err)
     assert match, err
     lines = out.splitlines()
-    assert any("message.user" in line and brief in line for line in lines), out
-    assert any("message.assistant" in line and answer in line for line in lines), out
-    assert re.search(r"turn\.ended\s+completed", lines[-1]), lines[-1]
+    assert f"> {brief}" in lines, out
+    assert answer in lines, out
+    assert lines[-2] == "── turn completed", out
+    assert re.search(r"\d+%\s+[\d,]+/[\d,]+\s+\$\d+\.\d{4} \(1 calls\)", lines[-1]), lines[-1]
+    assert "\033[" not in out  # piped: plain text
     shown = await settle(daemon, match.group(1))
     assert shown["cwd"] == str(tmp_path)
+
+
+async def test_run_shows_each_tool_call_and_how_it_ended(
+    daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """A call is shown as it is made, its result as it comes back (a failure marked)."""
+    fake.queue(
+        ToolCalls([Call("shell", {"command": "echo made-it"})]),
+        ToolCalls([Call("read", {"path": "missing.txt"})]),
+        Text("Finished."),
+    )
+    code, out, err = await condensate(
+        daemon.home, "run", "--model", MODEL, "--cwd", str(tmp_path), f"tools {_marker()}"
+    )
+    assert code == 0, err
+    assert '  ⚙ shell {"command": "echo made-it"}' in out
+    assert re.search(r"  ✓ shell\(echo made-it\): .*made-it", out), out
+    assert '  ⚙ read {"path": "missing.txt"}' in out
+    assert "  ✗ read(missing.txt): " in out
+
+
+async def test_a_failed_turn_exits_1_with_its_whole_reason(
+    daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """A provider that refuses the key fails the turn: `run` exits 1 and says why, whole,
+    naming the setting that holds the key."""
+    fake.queue(Fail(401))
+    code, out, err = await condensate(
+        daemon.home, "run", "--model", MODEL, "--cwd", str(tmp_path), f"fails {_marker()}"
+    )
+    assert code == 1, (out, err)
+    (said,) = [line for line in err.splitlines() if line.startswith("condensate: ")]
+    assert said.startswith("condensate: the turn failed: anthropic answered 401: ")
+    assert said.endswith(
+        "(the daemon's CONDENSATE_ANTHROPIC_API_KEY: condensate config shows where it is set)"
+    )
+    assert "── turn failed: anthropic answered 401" in out
+
+
+async def test_send_wait_follows_the_turn_it_starts(
+    daemon: DaemonProcess, fake: FakeModelServer, thread: str
+) -> None:
+    """`send THREAD TEXT --wait` steers the thread and follows the turn until it ends."""
+    answer = f"steered {_marker()}"
+    fake.queue(Text(answer))
+    code, out, err = await condensate(daemon.home, "send", thread, "Go on, please.", "--wait")
+    assert code == 0, err
+    assert answer in out.splitlines()
+    assert "── turn completed" in out
+    code, out, err = await condensate(daemon.home, "send", thread, "And now?", "--json")
+    assert code == 0, err
+    assert set(json.loads(out)) == {"seq", "thread"}
+    await settle(daemon, thread)
+
+
+async def test_threads_quiet_prints_the_ids_alone(daemon: DaemonProcess, thread: str) -> None:
+    code, out, err = await condensate(daemon.home, "threads", "-q")
+    assert code == 0, err
+    assert thread in out.split()
+    assert all(re.fullmatch(r"t-[0-9a-f]{12}", word) for word in out.split())
+
+
+async def test_bash_completion_completes_commands_options_and_threads(
+    daemon: DaemonProcess, thread: str
+) -> None:
+    """The script `completion bash` prints completes a subcommand, a thread the daemon has,
+    and an option, in a real bash."""
+    script = (
+        "source <(python -m condensate completion bash); "
+        'condensate() { python -m condensate "$@"; }; '
+        'COMP_WORDS=(condensate ta); COMP_CWORD=1; _condensate; echo "${COMPREPLY[@]}"; '
+        'COMP_WORDS=(condensate tail ""); COMP_CWORD=2; _condensate; echo "${COMPREPLY[@]}"; '
+        "COMP_WORDS=(condensate tail t --fol); COMP_CWORD=3; _condensate; "
+        'echo "${COMPREPLY[@]}"'
+    )
+    env = _env(daemon.home, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    with anyio.fail_after(60):
+        done = await anyio.run_process(["bash", "-c", script], cwd=REPO, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    first, threads, option = done.stdout.decode().splitlines()
+    assert first == "tail"
+    assert thread in threads.split()
+    assert option == "--follow"
 
 
 async def test_run_detach_prints_the_thread(daemon: DaemonProcess, tmp_path: Path) -> None:
