@@ -28,6 +28,7 @@ from condensate.cli.local import (
 from condensate.cli.remote import (
     cmd_approvals,
     cmd_approve,
+    cmd_chat,
     cmd_compact,
     cmd_pin,
     cmd_run,
@@ -61,6 +62,11 @@ def _operator_commands(command: Callable[[str, str], argparse.ArgumentParser]) -
     approve.add_argument("approval", help="the id `condensate approvals THREAD` shows")
     approve.add_argument("--deny", action="store_true", help="refuse it instead")
     approve.add_argument("--reason", default="", help="told to the agent")
+    talk = command("chat", "talk to a thread: its replies stream, a status line keeps its usage")
+    talk.add_argument("thread", nargs="?", help="the thread (none: start one with --model)")
+    talk.add_argument("--model", help="start a new thread on this model with your first message")
+    talk.add_argument("--engine")
+    talk.add_argument("--cwd", default=".")
     send = command("send", "send a thread a message (a steer, or the start of its next turn)")
     send.add_argument("thread")
     send.add_argument("text")
@@ -189,6 +195,7 @@ COMMANDS = {
     "compact": cmd_compact,
     "approvals": cmd_approvals,
     "approve": cmd_approve,
+    "chat": cmd_chat,
     "send": cmd_send,
     "stop": cmd_stop,
     "pin": cmd_pin,

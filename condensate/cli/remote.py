@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from condensate.cli.chat import chat
 from condensate.cli.output import (
     Style,
     compaction_lines,
@@ -138,6 +139,11 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     sys.stderr.write(f"thread {thread['id']}\n")
     return follow_turn(client, thread["id"], 0, args)
+
+
+def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
+    """Talk to a thread (``chat``)."""
+    return chat(DaemonClient.find(settings), args)
 
 
 def cmd_send(settings: Settings, args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ from condensate.errors import (
     TransportFailed,
 )
 from condensate.providers import _parse
-from condensate.providers.sse import ServerEvent, SSEParser
+from condensate.providers.sse import ServerEvent, SSEParser, text_delta
 from condensate.providers.types import Completion, Request
 
 log = structlog.get_logger()
@@ -357,6 +357,12 @@ class JsonApiClient:
         return await post(
             self.session, self.provider, self.url, self.headers, body, timeouts=self.timeouts
         )
+
+    @staticmethod
+    def _told(request: Request, data: Any) -> None:
+        """Pass a streamed event's reply text on to whoever follows the call."""
+        if request.on_text is not None and (text := text_delta(data)):
+            request.on_text(text)
 
     def _events(self, response: aiohttp.ClientResponse) -> AsyncGenerator[ServerEvent, None]:
         """The stream's events; read it under ``contextlib.aclosing`` so that leaving early

@@ -222,6 +222,7 @@ class AnthropicClient(_http.JsonApiClient):
                 if not event.data:
                     continue
                 data = _parse.event_data(self.provider, event.data)
+                self._told(request, data)
                 if data.get("type") == "error" or event.event == "error":
                     raise _http.classify(self.provider, 200, data)
                 with _parse.shaped(self.provider, f"a {event.event} event"):

@@ -148,6 +148,7 @@ class ResponsesClient(_Client):
                 if not event.data:
                     continue
                 data = _parse.event_data(self.provider, event.data)
+                self._told(request, data)
                 kind = data.get("type", event.event)
                 if kind in ("response.completed", "response.incomplete"):
                     what = f"the {kind} event"
@@ -303,6 +304,7 @@ class ChatClient(_Client):
                 if not event.data:
                     continue
                 data = _parse.event_data(self.provider, event.data)
+                self._told(request, data)
                 if "error" in data:
                     raise _http.classify(self.provider, 200, data)
                 with _parse.shaped(self.provider, "a chunk"):

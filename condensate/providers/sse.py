@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -63,3 +64,24 @@ class SSEParser:
         elif name == "data":
             self._data.append(value)
         return None
+
+
+def text_delta(data: Any) -> str:
+    """The reply text one event of a model's stream adds: Anthropic's ``text_delta``, the
+    Responses API's ``response.output_text.delta``, a Chat Completions chunk's content; else
+    ``""``. The native loop and the gateway both pass it on as the reply is written."""
+    if not isinstance(data, dict):
+        return ""
+    kind = data.get("type")
+    if kind == "content_block_delta":
+        delta = data.get("delta")
+        if isinstance(delta, dict) and delta.get("type") == "text_delta":
+            return str(delta.get("text") or "")
+        return ""
+    if kind == "response.output_text.delta":
+        return str(data.get("delta") or "")
+    choices = data.get("choices")
+    if kind is None and isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        delta = choices[0].get("delta")
+        return str(delta.get("content") or "") if isinstance(delta, dict) else ""
+    return ""

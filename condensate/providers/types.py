@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -67,6 +67,8 @@ class Request:
     thinking: bool = False
     """False switches thinking off where the model allows it."""
     stream: bool = True
+    on_text: Callable[[str], None] | None = field(default=None, compare=False)
+    """Told each chunk of the reply's text as the model streams it (never blocks)."""
 
 
 @dataclass(frozen=True)
