@@ -24,7 +24,15 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from condensate import __version__, approvals, archive, asks, ceilings, tool_answers
+from condensate import (
+    __version__,
+    approvals,
+    archive,
+    asks,
+    ceilings,
+    live_routes,
+    tool_answers,
+)
 from condensate.api import (
     INT64_MAX,
     ApprovalAnswer,
@@ -633,6 +641,7 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("POST", "/threads/{thread_id}/tools/{name}", post_tool),
     ("POST", "/threads/{thread_id}/pins", post_pin),
     ("POST", "/threads/{thread_id}/archive", post_archive),
+    *live_routes.ROUTES,
 )
 
 
@@ -651,6 +660,7 @@ def make_app(
     )
     app[RUNTIME] = runtime
     app[GUARD] = guard
+    app[live_routes.SOURCE] = live_routes.Source(runtime, _thread, thread_json)
     if gateway is not None:
         # First: the router tries resources in order, and the gateway is on every model
         # request's path.
