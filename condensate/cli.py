@@ -3,7 +3,8 @@
 ``serve`` runs the daemon; ``run``, ``threads``, ``tail``, ``compact``, ``status``,
 ``approvals``, ``approve`` and ``stop`` talk to it over HTTP (it is found by itself, with its
 token); ``doctor`` and ``view`` read the embedded log directly and work without a daemon.
-``export`` and ``archive`` keep a log (see ``cmd_export`` and ``cmd_archive``).
+``export`` and ``archive`` keep a log (see ``cmd_export`` and ``cmd_archive``); ``ui`` prints
+the status page's address.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import os
 import sys
 import urllib.parse
+import webbrowser
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import Any, TypeVar, get_args
 import aiohttp
 import anyio
 
-from condensate import __version__, archive, engines, statedir
+from condensate import __version__, archive, engines, statedir, ui
 from condensate.app import engine_checks, log_name, open_store, serve
 from condensate.client import DaemonClient
 from condensate.errors import CondensateError, ConfigError, TemporaryFailure
@@ -334,6 +336,18 @@ def cmd_pin(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
+    """The status page's address, its token in the fragment (never sent to the daemon);
+    ``--open`` opens it in a browser."""
+    client = DaemonClient.find(settings)
+    client.call("GET", "/health")  # a daemon that is not up says so here, not in the browser
+    url = ui.url(client.url, client.token)
+    _emit(args, {"url": url}, url)
+    if args.open:
+        webbrowser.open(url)
+    return 0
+
+
 def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
     directory = archive.directory_of(settings, args.db)
     projection = _read(
@@ -542,6 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--reason", default="")
     _operator_commands(command)
     _log_commands(command)
+    command("ui", "print the status page's address (with the token)").add_argument(
+        "--open", action="store_true", help="open it in a browser too"
+    )
     view = command("view", "rebuild a thread's view and show the planner's next decision")
     view.add_argument("thread")
     view.add_argument("--window", type=int, default=200_000, help="the model's window")
@@ -595,6 +612,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "export": cmd_export,
     "archive": cmd_archive,
+    "ui": cmd_ui,
 }
 
 

@@ -1,7 +1,7 @@
 """The daemon's HTTP API on aiohttp: parse, call the runtime, serialize.
 
-Every call but ``/health`` (``/metrics`` included) needs the bearer token from the state
-directory; a request whose
+Every call but ``/health`` and the status page's files (``/metrics`` included) needs the
+bearer token from the state directory; a request whose
 Host is not the bound address (or a configured name) is refused; bodies are capped, must be
 ``application/json`` in UTF-8 with integers within 64 bits, and a message (or a brief) that
 alone passes the thread's line is refused. Every error is ``{"error": code, "detail":
@@ -32,6 +32,7 @@ from condensate import (
     ceilings,
     live_routes,
     tool_answers,
+    ui,
 )
 from condensate.api import (
     INT64_MAX,
@@ -143,6 +144,10 @@ async def timing_middleware(request: web.Request, handler: Handler) -> web.Strea
     return response
 
 
+PUBLIC = frozenset({"/health", *ui.PATHS})
+"""What needs no token: liveness, and the status page (its data comes from the API)."""
+
+
 @web.middleware
 async def guard_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Refuse foreign Host headers (DNS rebinding) and calls without the bearer token."""
@@ -155,7 +160,7 @@ async def guard_middleware(request: web.Request, handler: Handler) -> web.Stream
             f"{', '.join(sorted(request.app[GUARD].hosts))}.",
         )
     # The gateway's callers carry a pass of their own (checked by the gateway).
-    if request.path != "/health" and not request.path.startswith(GATEWAY_PREFIX + "/"):
+    if request.path not in PUBLIC and not request.path.startswith(GATEWAY_PREFIX + "/"):
         sent = request.headers.get("Authorization", "")
         expected = f"Bearer {request.app[GUARD].token}"
         if not hmac.compare_digest(sent.encode(), expected.encode()):
@@ -667,4 +672,5 @@ def make_app(
         gateway.add_routes(app)
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
+    ui.add_routes(app)
     return app

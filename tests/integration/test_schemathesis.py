@@ -1,9 +1,10 @@
 """schemathesis against a real daemon's ``/openapi.json``: every operation gets at most 25
 generated requests (seeded, so a run is repeatable), positive and negative, through its
 examples, coverage, fuzzing and stateful phases, with the token header (tail's ``wait``
-held at 0 to keep the run short, and the live streams' ``seconds`` at 0 so that they end). No answer may be a
-5xx, and every answer must match what the document says: its status, content type, headers,
-body schema, and the Allow header of a 405.
+held at 0 to keep the run short, and the live streams' ``seconds`` at 0 so that they end).
+No answer may be a 5xx, and every answer must match what the document says: its status,
+content type, headers, body schema (each event of a stream too), and the Allow header of a
+405.
 """
 
 from __future__ import annotations
