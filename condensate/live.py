@@ -123,7 +123,7 @@ class Hub:
     def publish(self, item: Item) -> None:
         """Hand ``item`` to its thread's subscribers and to every thread's; never waits."""
         for key in (item.thread, None):
-            for subscription in list(self._subscribers.get(key, ())):
+            for subscription in self._subscribers.get(key, ()):
                 subscription.offer(item)
 
     def publish_logged(self, stored: Sequence[Stored]) -> None:
@@ -132,13 +132,17 @@ class Hub:
             if self.listening(item.thread_id):
                 self.publish(logged(item))
 
+    def ephemeral(self, thread: str, kind: str, data: Mapping[str, Any]) -> None:
+        """Publish an item that is not logged (a turn's status, a chunk of streamed text): it
+        reaches whoever listens now and is gone after. Check ``listening`` first where
+        ``data`` costs something to build."""
+        self.publish(Item(thread, kind, data))
+
     def status(self, thread: str, running: bool) -> None:
-        if self.listening(thread):
-            self.publish(Item(thread, STATUS, {"status": "running" if running else "idle"}))
+        self.ephemeral(thread, STATUS, {"status": "running" if running else "idle"})
 
     def gone(self, thread: str) -> None:
-        if self.listening(thread):
-            self.publish(Item(thread, GONE, {"id": thread}))
+        self.ephemeral(thread, GONE, {"id": thread})
 
     def close(self) -> None:
         """The daemon stops: every subscription ends (its readers drain and return) and new

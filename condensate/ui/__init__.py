@@ -8,6 +8,7 @@ script, no other origin, no framing.
 
 from __future__ import annotations
 
+import urllib.parse
 from functools import cache
 from importlib import resources
 
@@ -54,5 +55,10 @@ def add_routes(app: web.Application) -> None:
 
 
 def url(base: str, token: str) -> str:
-    """The page's address on the daemon at ``base``, with the token in its fragment."""
-    return f"{base.rstrip('/')}/ui#token={token}"
+    """The page's address on the daemon at ``base``, with the token in its fragment; a daemon
+    bound to every address is reached on loopback (a browser cannot ask for 0.0.0.0)."""
+    parts = urllib.parse.urlsplit(base.rstrip("/"))
+    if parts.hostname in ("0.0.0.0", "::"):  # noqa: S104 - compared, not bound
+        loopback = "127.0.0.1" if parts.hostname == "0.0.0.0" else "[::1]"  # noqa: S104
+        parts = parts._replace(netloc=f"{loopback}:{parts.port}")
+    return f"{urllib.parse.urlunsplit(parts)}/ui#token={token}"

@@ -2,7 +2,8 @@
 every logged event after ``after`` (or ``Last-Event-ID``) in order, exactly as the tail gives
 it, then the thread's items as they come; ``GET /live`` sends a snapshot of every thread, then
 a thread's new state when it changes; both need the token, end with ``seconds``, end when
-their client goes (the daemon serving on), and end when the daemon stops.
+their client goes (the daemon serving on), and end when the daemon stops. A reader that falls
+behind is told to resync (the API in process, its hub's queues made small).
 """
 
 from __future__ import annotations
@@ -18,9 +19,15 @@ from typing import Any
 import aiohttp
 import anyio
 import pytest
+from aiohttp import web
 
+from condensate.engine import ThreadSpec
+from condensate.events import SystemLine, now_utc
+from condensate.live import Hub
+from condensate.server import Guard, make_app
 from condensate.testing.fake_model import FakeModelServer, Slow, Text
 from tests.integration.daemon import DaemonProcess, call, wait_for
+from tests.integration.harness import runtime_on
 from tests.integration.test_metrics import scrape, value
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -301,3 +308,53 @@ async def test_streams_end_when_the_daemon_stops(fake: FakeModelServer, tmp_path
             assert time.monotonic() - started < 3.0, daemon.log_tail()
     finally:
         daemon.close()
+
+
+async def test_a_reader_that_falls_behind_is_told_to_resync(
+    fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """Past its queue (4 items here) a stream sends what was queued, then ``resync`` naming
+    the last seq it sent, and ends; a stream from that seq gets the rest from the log."""
+    fake.queue(Text("Hello."))
+    async with (
+        runtime_on(tmp_path / "home", fake) as runtime,
+        aiohttp.ClientSession() as session,
+    ):
+        runtime.live = Hub(capacity=4)
+        guard = Guard("tok", frozenset())
+        runner = web.AppRunner(make_app(runtime, guard), shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        guard.hosts = frozenset({f"127.0.0.1:{port}"})
+        base, headers = f"http://127.0.0.1:{port}", {"Authorization": "Bearer tok"}
+        try:
+            thread = await runtime.create(ThreadSpec("api", MODEL, str(tmp_path), "Hi."))
+            with anyio.fail_after(30):
+                while thread.running:
+                    await thread.turn_done.wait()
+            url = f"{base}/threads/{thread.thread_id}/live?after={thread.projection.last_seq}"
+            async with session.get(url, headers=headers) as response:
+                reader = Reader(response)
+                # One event read live first: the stream is past its backlog, reading its queue.
+                await runtime.append(thread, SystemLine(at=now_utc(), code="note", text="first"))
+                first = await reader.next()
+                assert first is not None
+                assert first.data["text"] == "first"
+                lines = [SystemLine(at=now_utc(), code="note", text=f"{i}") for i in range(10)]
+                await runtime.append(thread, lines)
+                messages = await reader.rest()
+            *sent, resync = messages
+            assert resync.kind == "resync"
+            assert first.id is not None
+            assert 4 <= len(sent) < 10, [m.kind for m in messages]
+            assert [m.id for m in sent] == list(range(first.id + 1, first.id + 1 + len(sent)))
+            assert resync.data == {"after": sent[-1].id}
+            url = f"{base}/threads/{thread.thread_id}/live?after={sent[-1].id}&seconds=0"
+            async with session.get(url, headers=headers) as response:
+                rest = await Reader(response).rest()
+            texts = [m.data["text"] for m in [*sent, *rest]]
+            assert texts == [str(i) for i in range(10)]
+        finally:
+            await runner.cleanup()

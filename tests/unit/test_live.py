@@ -101,7 +101,7 @@ async def test_a_quiet_subscription_times_out_with_none() -> None:
     hub = Hub()
     with hub.subscribe("t-a") as quiet:
         assert await quiet.receive(0.01) is None
-        hub.publish(Item("t-a", "message.delta", {"text": "Hel"}))
+        hub.ephemeral("t-a", "message.delta", {"text": "Hel"})
         item = await quiet.receive(1)
     assert item == Item("t-a", "message.delta", {"text": "Hel"})
 
