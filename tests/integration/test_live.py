@@ -102,7 +102,12 @@ async def a_thread(
     )
     assert status == 201, body
     await wait_for(session, daemon, body["id"], lambda e: e["kind"] == "turn.ended")
-    return str(body["id"])
+    with anyio.fail_after(10):
+        while True:
+            _, shown = await call(session, daemon, "GET", f"/threads/{body['id']}")
+            if shown["status"] == "idle":
+                return str(body["id"])
+            await anyio.sleep(0.05)
 
 
 async def tail_all(
