@@ -317,6 +317,101 @@ def _query(name: str, description: str) -> dict[str, Any]:
     }
 
 
+def _stream(description: str, event: str) -> dict[str, Any]:
+    """A 200 that is a stream of server-sent events; ``event`` is the schema of one event
+    (OpenAPI 3.1 has ``schema`` describe each event: its ``event``, ``data`` and ``id``)."""
+    return {
+        "200": {
+            "description": description,
+            "content": {"text/event-stream": {"schema": {"$ref": f"#/components/schemas/{event}"}}},
+        }
+    }
+
+
+def _sse(event: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """One server-sent event: its kind, and its data, a line of JSON matching ``data``."""
+    return {
+        "type": "object",
+        "required": ["data", "event"],
+        "properties": {
+            "event": event,
+            "id": {"type": "string", "pattern": "^[0-9]+$"},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": data,
+            },
+        },
+    }
+
+
+STREAM_SCHEMAS: dict[str, Any] = {
+    "ThreadLiveEvent": _sse(
+        {"type": "string", "description": "a logged event's kind, or an ephemeral item's"},
+        {
+            "type": "object",
+            "description": "a logged event (with its id, the seq) is the tail's event; an "
+            "ephemeral item (thread.status, thread.gone, resync) has none",
+        },
+    ),
+    "LiveEvent": {
+        "oneOf": [
+            _sse({"const": "snapshot"}, {"$ref": "#/components/schemas/ThreadList"}),
+            _sse({"const": "thread"}, {"$ref": "#/components/schemas/Thread"}),
+            _sse({"const": "gone"}, _object({"id": _STR})),
+            _sse({"const": "resync"}, _object({})),
+        ]
+    },
+}
+
+
+_SECONDS = _query(
+    "seconds", "end the stream after this many seconds (default: when the client goes)"
+)
+
+
+def _live_paths(thread: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The server-sent event streams of the live channel (``condensate.live_routes``)."""
+    return {
+        "/live": {
+            "get": {
+                "summary": "Server-sent events: a snapshot of every thread, then each "
+                "thread's new state as it changes (at most every 250 ms a thread)",
+                "parameters": [_SECONDS],
+                "responses": {
+                    **_stream("snapshot, thread, gone and resync events", "LiveEvent"),
+                    **_errors(400),
+                },
+            }
+        },
+        "/threads/{thread_id}/live": {
+            "get": {
+                "summary": "Server-sent events: every logged event after `after`, then each "
+                "item as it is published (id: the seq of a logged event)",
+                "parameters": [
+                    *thread,
+                    _query("after", "send logged events after this seq (default 0)"),
+                    _SECONDS,
+                    {
+                        "name": "Last-Event-ID",
+                        "in": "header",
+                        "required": False,
+                        "description": "a reconnecting client's last seq; wins over `after`",
+                        "schema": {"type": "integer"},
+                    },
+                ],
+                "responses": {
+                    **_stream(
+                        "events, each with its kind; logged ones with their seq",
+                        "ThreadLiveEvent",
+                    ),
+                    **_errors(400, 404, 409),
+                },
+            }
+        },
+    }
+
+
 def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
     """The OpenAPI 3.1 description of every route the daemon serves, whose threads run on
     ``engines``."""
@@ -477,7 +572,8 @@ def openapi_document(engines: Sequence[str]) -> dict[str, Any]:
             }
         },
     }
-    schemas: dict[str, Any] = {"Error": ERROR_SCHEMA, **RESPONSE_SCHEMAS}
+    paths.update(_live_paths(thread))
+    schemas: dict[str, Any] = {"Error": ERROR_SCHEMA, **RESPONSE_SCHEMAS, **STREAM_SCHEMAS}
     for model in (CreateThread, SendMessage, CompactAnswer, Interrupt, ApprovalAnswer, PinMessage):
         schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))

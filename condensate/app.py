@@ -303,8 +303,10 @@ async def _running(
 
 
 async def _let_go(runtime: Runtime, fleet: Fleet | None) -> None:
-    """The engines' CLIs end (their gateway requests with them, so that the server's cleanup
-    need not wait for them), and in a fleet the leases go, for others to take over at once."""
+    """The live streams end and the engines' CLIs end (their gateway requests with them), so
+    that the server's cleanup need not wait for them; in a fleet the leases go, for others
+    to take over at once."""
+    runtime.live.close()
     for thread in runtime.threads.values():
         await thread.engine.close()
     if fleet is not None:

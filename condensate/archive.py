@@ -352,6 +352,7 @@ async def archive_held(runtime: Runtime, thread_id: str) -> ArchiveRecord:
         runtime.threads[thread_id] = thread  # nothing was removed: the daemon keeps it
         raise
     thread.released = True
+    runtime.live.gone(thread_id)
     with anyio.CancelScope(shield=True):
         await thread.engine.close()
     return record

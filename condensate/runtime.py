@@ -55,6 +55,7 @@ from condensate.events import (
     now_utc,
 )
 from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
+from condensate.live import Hub
 from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.metrics import Metrics
 from condensate.planner import Ask, Cut
@@ -136,6 +137,9 @@ class Runtime:
     """The daemon's metrics: every appended event is folded into them; they read the
     threads' statuses from here."""
     threads: dict[str, Thread] = field(default_factory=dict)
+    live: Hub = field(default_factory=Hub)
+    """The live channel: every event appended is published here once it is folded, with
+    each turn's start and end and a thread's leaving (``condensate.live``)."""
     profiles: dict[str, Profile] = field(init=False)
     _tasks: TaskGroup | None = None
 
@@ -324,6 +328,7 @@ class Runtime:
         for item in stored:
             thread.projection.apply(item)
             self.metrics.fold(thread.spec.engine, thread.spec.model, item.event)
+        self.live.publish_logged(stored)
         if thread.projection.last_seq - thread.snapshot_at >= SNAPSHOT_EVERY:
             await self._snapshot(thread)
         return stored
@@ -334,6 +339,7 @@ class Runtime:
         saved = await self.log.save_snapshot(thread.thread_id, upto, state)
         thread.projection.apply(saved)
         thread.snapshot_at = upto
+        self.live.publish_logged([saved])
 
     @property
     def default_engine(self) -> str:
@@ -376,6 +382,7 @@ class Runtime:
         if thread is None:
             return
         thread.released = True
+        self.live.gone(thread_id)
         if thread.turn_scope is not None:
             thread.turn_scope.cancel()
         with anyio.move_on_after(INTERRUPT_WAIT_SECONDS, shield=True):
@@ -455,6 +462,7 @@ class Runtime:
         thread.running = True
         thread.interrupted = None
         thread.turn_done = anyio.Event()
+        self.live.status(thread.thread_id, running=True)
         self.spawn_task(self._turn, thread, cause, name=f"turn {thread.thread_id}")
 
     async def interrupt(self, thread: Thread) -> bool:
@@ -525,6 +533,7 @@ class Runtime:
             finally:
                 thread.running = False
                 thread.turn_done.set()
+                self.live.status(thread.thread_id, running=False)
         # A stopped or failed turn would stop again on the same input: wait for a new one.
         if outcome.outcome == "completed" and unanswered_input(thread.projection):
             self.start_turn(thread, "queued")

@@ -1,7 +1,7 @@
 """The daemon's HTTP API on aiohttp: parse, call the runtime, serialize.
 
-Every call but ``/health`` (``/metrics`` included) needs the bearer token from the state
-directory; a request whose
+Every call but ``/health`` and the status page's files (``/metrics`` included) needs the
+bearer token from the state directory; a request whose
 Host is not the bound address (or a configured name) is refused; bodies are capped, must be
 ``application/json`` in UTF-8 with integers within 64 bits, and a message (or a brief) that
 alone passes the thread's line is refused. Every error is ``{"error": code, "detail":
@@ -24,7 +24,16 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from condensate import __version__, approvals, archive, asks, ceilings, tool_answers
+from condensate import (
+    __version__,
+    approvals,
+    archive,
+    asks,
+    ceilings,
+    live_routes,
+    tool_answers,
+    ui,
+)
 from condensate.api import (
     INT64_MAX,
     ApprovalAnswer,
@@ -135,6 +144,10 @@ async def timing_middleware(request: web.Request, handler: Handler) -> web.Strea
     return response
 
 
+PUBLIC = frozenset({"/health", *ui.PATHS})
+"""What needs no token: liveness, and the status page (its data comes from the API)."""
+
+
 @web.middleware
 async def guard_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Refuse foreign Host headers (DNS rebinding) and calls without the bearer token."""
@@ -147,7 +160,7 @@ async def guard_middleware(request: web.Request, handler: Handler) -> web.Stream
             f"{', '.join(sorted(request.app[GUARD].hosts))}.",
         )
     # The gateway's callers carry a pass of their own (checked by the gateway).
-    if request.path != "/health" and not request.path.startswith(GATEWAY_PREFIX + "/"):
+    if request.path not in PUBLIC and not request.path.startswith(GATEWAY_PREFIX + "/"):
         sent = request.headers.get("Authorization", "")
         expected = f"Bearer {request.app[GUARD].token}"
         if not hmac.compare_digest(sent.encode(), expected.encode()):
@@ -633,6 +646,7 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("POST", "/threads/{thread_id}/tools/{name}", post_tool),
     ("POST", "/threads/{thread_id}/pins", post_pin),
     ("POST", "/threads/{thread_id}/archive", post_archive),
+    *live_routes.ROUTES,
 )
 
 
@@ -651,10 +665,12 @@ def make_app(
     )
     app[RUNTIME] = runtime
     app[GUARD] = guard
+    app[live_routes.SOURCE] = live_routes.Source(runtime, _thread, thread_json)
     if gateway is not None:
         # First: the router tries resources in order, and the gateway is on every model
         # request's path.
         gateway.add_routes(app)
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
+    ui.add_routes(app)
     return app

@@ -37,6 +37,7 @@ from condensate.cli.remote import (
     cmd_stop,
     cmd_tail,
     cmd_threads,
+    cmd_ui,
 )
 from condensate.errors import CondensateError, ConfigError, TemporaryFailure
 from condensate.events import AskMode
@@ -181,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     _thread_commands(command)
     _operator_commands(command)
     _log_commands(command)
+    command("ui", "print the status page's address (with the token)").add_argument(
+        "--open", action="store_true", help="open it in a browser too"
+    )
     _offline_commands(command)
     return parser
 
@@ -203,6 +207,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "export": cmd_export,
     "archive": cmd_archive,
+    "ui": cmd_ui,
 }
 
 

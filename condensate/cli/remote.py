@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import webbrowser
 from pathlib import Path
 from typing import Any
 
+from condensate import ui
 from condensate.cli.chat import chat
 from condensate.cli.output import (
     Style,
@@ -139,6 +141,18 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     sys.stderr.write(f"thread {thread['id']}\n")
     return follow_turn(client, thread["id"], 0, args)
+
+
+def cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
+    """The status page's address, its token in the fragment (never sent to the daemon);
+    ``--open`` opens it in a browser."""
+    client = DaemonClient.find(settings)
+    client.call("GET", "/health")  # a daemon that is not up says so here, not in the browser
+    url = ui.url(client.url, client.token)
+    emit(args, {"url": url}, url)
+    if args.open:
+        webbrowser.open(url)
+    return 0
 
 
 def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:

@@ -1,10 +1,14 @@
 """A test engine: it answers each turn with the human messages it has not answered yet, each
 behind its own setting's prefix, and checks for a window before each answer as a loop that
 projects every call would. Nothing of it is named anywhere in ``condensate``; it reaches the
-daemon through an entry point (``condensate.engines``) alone.
+daemon through an entry point (``condensate.engines``) alone. ``ASKING`` is the same engine
+with its heads asked to compact, as the CLI engines' are: a head over its line opens an ask
+that waits for an operator.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from condensate.engine import (
     EngineEnv,
@@ -79,3 +83,5 @@ ENGINE = EngineInfo(
     settings=EchoSettings,
     check=doctor,
 )
+
+ASKING = replace(ENGINE, name="echo-asks", title="Echo (heads asked)", heads="asked")

@@ -128,6 +128,7 @@ def shell(tmp_path: Path) -> Iterator[Shell]:
         "CONDENSATE_PORT": str(free_port()),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "TEST_FAKE_PORT": str(free_port()),
+        "BROWSER": "true",  # ui --open opens nothing here
     }
     runner = Shell(env, tmp_path)
     try:

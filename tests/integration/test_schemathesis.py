@@ -1,9 +1,10 @@
 """schemathesis against a real daemon's ``/openapi.json``: every operation gets at most 25
 generated requests (seeded, so a run is repeatable), positive and negative, through its
-examples, coverage, fuzzing and stateful phases, with the token header (and tail's ``wait``
-held at 0 to keep the run short). No answer may be a
-5xx, and every answer must match what the document says: its status, content type, headers,
-body schema, and the Allow header of a 405.
+examples, coverage, fuzzing and stateful phases, with the token header (tail's ``wait``
+held at 0 to keep the run short, and the live streams' ``seconds`` at 0 so that they end).
+No answer may be a 5xx, and every answer must match what the document says: its status,
+content type, headers, body schema (each event of a stream too), and the Allow header of a
+405.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ CONFIG = """
 # spend the time budget.
 [parameters]
 "query.wait" = 0
+# A live stream runs until its client goes; with seconds=0 it sends its backlog (a thread's
+# log, every thread's snapshot) and ends, which is what a conformance check can read.
+# test_live covers the streams as they run.
+"query.seconds" = 0
 
 # No thread in a fuzz run waits on an approval, so every answer is 404 unknown-approval
 # (schemathesis warns of missing test data); test_approvals_api covers its other answers.
