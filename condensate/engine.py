@@ -117,6 +117,11 @@ class TurnContext(Protocol):
 
     def now(self) -> datetime: ...
 
+    def streamed(self, text: str) -> None:
+        """A chunk of the reply as the model writes it: shown to whoever follows the thread
+        live (``condensate chat``), never logged (the whole message is)."""
+        ...
+
 
 class EngineAdapter(Protocol):
     """Drives one engine for one thread. Implementations live in ``adapters/``; their name

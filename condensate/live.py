@@ -27,6 +27,9 @@ QUEUE_ITEMS = 1_024
 
 STATUS = "thread.status"
 """An ephemeral item: a thread's turn started or ended (``{"status": "running"|"idle"}``)."""
+DELTA = "message.delta"
+"""An ephemeral item: a chunk of a reply as the model writes it (``{"text": ...}``); the
+whole message is logged once it is done."""
 GONE = "thread.gone"
 """An ephemeral item: the thread left this daemon (archived, or taken by another daemon of a
 fleet); nothing more comes for it here."""

@@ -217,6 +217,14 @@ class Runtime:
 
     # -- what the gateway learns -------------------------------------------------------------
 
+    def streaming_to(self, thread_id: str, model: str | None) -> Callable[[str], None] | None:
+        thread = self.threads.get(thread_id)
+        if thread is None or not self.live.listening(thread_id):
+            return None
+        if model is not None and bare_model(thread.spec.model) != model:
+            return None
+        return RuntimeTurn(self, thread).streamed
+
     def usage_coming(self, thread_id: str) -> None:
         """The gateway passed a reply's final count on; ``record_usage`` logs it next."""
         thread = self.threads.get(thread_id)

@@ -16,6 +16,7 @@ from condensate.engines import Profile
 from condensate.eventlog import EventStore
 from condensate.events import Event, ResetWarned, Stored
 from condensate.gateway.wire import Clamps
+from condensate.live import Hub
 from condensate.meter import ContextUsage, ModelWindow
 from condensate.projector import Projection
 from condensate.providers import ModelClient
@@ -89,6 +90,9 @@ class Services(Protocol):
 
     @property
     def client_for(self) -> Callable[[str], ModelClient]: ...
+
+    @property
+    def live(self) -> Hub: ...
 
     async def append(self, thread: Thread, events: Event | Sequence[Event]) -> list[Stored]: ...
 

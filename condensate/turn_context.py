@@ -11,6 +11,7 @@ from datetime import datetime
 from condensate import approvals
 from condensate.engine import Checkpoint, ThreadSpec, Verdict
 from condensate.events import Event, Stored
+from condensate.live import DELTA
 from condensate.meter import ContextUsage
 from condensate.projector import Projection
 from condensate.providers import ModelClient
@@ -67,3 +68,8 @@ class RuntimeTurn:
 
     def now(self) -> datetime:
         return self.runtime.clock()
+
+    def streamed(self, text: str) -> None:
+        live = self.runtime.live
+        if text and live.listening(self.thread.thread_id):
+            live.ephemeral(self.thread.thread_id, DELTA, {"text": text})

@@ -188,6 +188,7 @@ class NativeEngine:
                 messages=tuple(messages),
                 system=self._system(check.usage),
                 tools=self.tools,
+                on_text=ctx.streamed,
             )
             try:
                 reply = await ctx.client().complete(request)

@@ -32,10 +32,9 @@ import anyio
 
 from condensate.cli.output import Style, cost_text, turn_event
 from condensate.client import DaemonClient, DaemonError
+from condensate.live import DELTA
 from condensate.providers.sse import SSEParser
 
-DELTA = "message.delta"
-"""A chunk of the reply as the model writes it (ephemeral: the log keeps the whole message)."""
 HELP = (
     "/stop ends the running turn, /status shows the thread, /compact previews a compaction, "
     "/quit (or Ctrl-D) leaves; anything else is a message to the thread."

@@ -16,7 +16,7 @@ import contextlib
 import json
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +36,7 @@ from condensate.gateway.passes import Pass, Passes, PassRefused
 from condensate.gateway.wire import (
     APIS,
     MEASURED_PATHS,
+    TEXT_EVENTS,
     USAGE_EVENTS,
     Api,
     Clamps,
@@ -60,6 +61,7 @@ from condensate.gateway.wire import (
     with_reset,
 )
 from condensate.providers._http import CallObserver, classify
+from condensate.providers.sse import text_delta
 from condensate.tokens import counter_for
 
 log = structlog.get_logger()
@@ -137,6 +139,12 @@ class GatewayRecorder(Protocol):
 
     async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
         """A session's fixed prompt part, from its first reply on ``model``."""
+        ...
+
+    def streaming_to(self, thread_id: str, model: str | None) -> Callable[[str], None] | None:
+        """Where a reply's text goes as it streams, when somebody follows the thread live and
+        the call is on its own model (a CLI's side call on another is not the thread's
+        reply); None: nobody, and the stream is not read for it."""
         ...
 
 
@@ -524,6 +532,8 @@ class Gateway:
         response = web.StreamResponse(status=upstream.status, headers=headers)
         await response.prepare(request)
         splitter = SseSplitter(wanted=USAGE_EVENTS)
+        tell = self._streaming_to(call) if upstream.status == 200 else None
+        texts = SseSplitter(wanted=TEXT_EVENTS) if tell is not None else None
         try:
             async for chunk in upstream.content.iter_any():
                 if call.metered and not call.announced:
@@ -531,6 +541,9 @@ class Gateway:
                         call.usage.read_event(call.api, data)
                     if call.usage.complete:
                         self._announce(call)
+                if texts is not None and tell is not None:
+                    for data in texts.feed(chunk):
+                        tell(text_delta(data))
                 try:
                     await response.write(chunk)
                 except ConnectionResetError:  # aiohttp's reset errors are this too
@@ -546,6 +559,12 @@ class Gateway:
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
+
+    def _streaming_to(self, call: _Call) -> Callable[[str], None] | None:
+        if not call.model_call:
+            return None
+        model = call.shape.model if call.shape is not None else leading_model(call.later or b"")
+        return self.recorder.streaming_to(call.grant.thread_id, model)
 
     def _announce(self, call: _Call) -> None:
         """The count is complete: the session's meter learns it now (the CLI's next request

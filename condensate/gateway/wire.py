@@ -273,6 +273,9 @@ class ReplyUsage:
                 self.complete = self.seen
 
 
+TEXT_EVENTS = (b"text_delta", b"output_text.delta")
+"""The events that carry a reply's text as it is written (read only while somebody follows
+the thread live)."""
 USAGE_EVENTS = (
     b"message_start",
     b"message_delta",

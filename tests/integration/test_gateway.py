@@ -84,6 +84,9 @@ class Recorder:
                 await self.recorded.wait()
         return self.usages
 
+    def streaming_to(self, thread_id: str, model: str | None) -> Any:
+        return None
+
     async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
         self.baselines.append((thread_id, tokens))
         self.order.append("baseline")

@@ -165,12 +165,16 @@ async def test_the_key_path_works_on_the_first_try(shell: Shell, tmp_path: Path)
     assert key is not None
     async with FakeModelServer(api_key=key[1]) as fake:
         shell.env["CONDENSATE_ANTHROPIC_BASE_URL"] = fake.url
+        outputs = []
         for step in [*commands(block("key")), *commands(block("run"))]:
             done = await _in_thread(shell, step)
             assert done.returncode == 0, (step, done.stdout, done.stderr)
+            outputs.append(done.stdout)
         assert fake.requests[-1].status == 200
-        assert "── turn completed" in (await _in_thread(shell, commands(block("run"))[0])).stdout
-    assert "idle" in done.stdout  # the status
+    _, _, run, status, page = outputs
+    assert "── turn completed" in run
+    assert "idle" in status
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/ui#token=\S+\n", page)
 
 
 async def _in_thread(shell: Shell, step: str) -> subprocess.CompletedProcess[str]:

@@ -97,6 +97,9 @@ class Context:
     def now(self) -> datetime:
         return now_utc()
 
+    def streamed(self, text: str) -> None:
+        return None
+
     def lines(self) -> list[str]:
         return [e.code for e in self.appended if isinstance(e, SystemLine)]
 
