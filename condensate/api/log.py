@@ -5,7 +5,9 @@ Each kind of event is its own closed shape (a ``Logged...`` model: the event's c
 ``condensate.events`` with ``seq`` and ``tokens``), and an event is one of them by its
 ``kind``. So the document says what every kind carries, schemathesis checks every event a
 tail sends, and a client reads each one typed. The tail sends events upcast to their current
-version, which these shapes describe.
+version, which these shapes describe. Two kinds have a ``tokens`` field of their own (the
+baseline's size, a refusal's count): their tail entry sends that one in place of the event's
+count, as the tail always has.
 """
 
 from __future__ import annotations
@@ -141,9 +143,10 @@ LOGGED: dict[str, type[_Logged]] = {
 
 def logged(stored: events.Stored) -> LoggedEvent:
     """A stored event as the tail sends it. Built without validating again: the event was
-    validated when it was decoded, and a page may hold a thousand."""
-    shape = LOGGED[stored.event.kind]
-    entry = shape.model_construct(seq=stored.seq, tokens=stored.tokens, **dict(stored.event))
+    validated when it was decoded, and a page may hold a thousand. An event with a
+    ``tokens`` field of its own (``baseline.measured``, ``model.refused``) sends that one."""
+    fields = {"seq": stored.seq, "tokens": stored.tokens, **dict(stored.event)}
+    entry = LOGGED[stored.event.kind].model_construct(**fields)
     return cast("LoggedEvent", entry)
 
 
