@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 
+from condensate import api
 from condensate.engine import Verdict
 from condensate.errors import Refused
 from condensate.eventlog import MAX_LIMIT
@@ -129,18 +130,18 @@ async def deny_pending(runtime: Services, thread: Thread, reason: str) -> None:
         )
 
 
-def pending(thread: Thread) -> list[dict[str, Any]]:
+def pending(thread: Thread) -> list[api.Approval]:
     """What ``GET /threads/:id/approvals`` shows: each pending request, oldest first."""
     return [
-        {
-            "id": a.approval_id,
-            "tool": a.tool,
-            "argument": a.argument,
-            "detail": a.detail,
-            "callId": a.call_id,
-            "requestedAt": a.at.isoformat(),
-            "deadline": a.deadline.isoformat(),
-        }
+        api.Approval(
+            id=a.approval_id,
+            tool=a.tool,
+            argument=a.argument,
+            detail=a.detail,
+            call_id=a.call_id,
+            requested_at=a.at,
+            deadline=a.deadline,
+        )
         for a in thread.projection.approvals.values()
     ]
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
-from condensate import store_schema
+from condensate import api, store_schema
 from condensate.errors import EventLogError, Refused
 from condensate.eventlog import ArchiveRecord, EventStore, ThreadRows, decode_row, digest
 from condensate.events import now_utc
@@ -358,15 +358,20 @@ async def archive_held(runtime: Runtime, thread_id: str) -> ArchiveRecord:
     return record
 
 
+def record_answer(record: ArchiveRecord, directory: Path) -> api.Archived:
+    """What ``POST /threads/:id/archive`` answers."""
+    return api.Archived(
+        thread=record.thread_id,
+        file=str(directory / record.file),
+        host=record.host,
+        archived_at=record.archived_at,
+        last_seq=record.last_seq,
+        events=record.events,
+        snapshots=record.snapshots,
+        digest=record.digest,
+    )
+
+
 def record_json(record: ArchiveRecord, directory: Path) -> dict[str, Any]:
     """What ``POST /threads/:id/archive`` and ``condensate archive --json`` answer."""
-    return {
-        "thread": record.thread_id,
-        "file": str(directory / record.file),
-        "host": record.host,
-        "archivedAt": record.archived_at,
-        "lastSeq": record.last_seq,
-        "events": record.events,
-        "snapshots": record.snapshots,
-        "digest": record.digest,
-    }
+    return record_answer(record, directory).dump()

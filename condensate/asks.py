@@ -5,10 +5,11 @@ operator) or queueing a compaction, and what ``GET /threads/:id/compact`` shows.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 
+from condensate import api
 from condensate.errors import Refused
 from condensate.events import AskAnswered, AskMode, AskOpened, CompactionRequested, Stored
 from condensate.planner import Ask
@@ -44,25 +45,26 @@ async def ask_deadline(runtime: Services, thread: Thread, ask: AskOpened) -> Non
         await thread.engine.apply_window(done.window)
 
 
-def compaction(runtime: Services, thread: Thread) -> dict[str, Any]:
+def compaction(runtime: Services, thread: Thread) -> api.Compaction:
     """The pending ask, any requested compaction, and a preview of a cut."""
     view = thread.projection
     usage = runtime.usage(thread)
     shown: Preview = preview(view, usage, thread.profile.planner, pricing(runtime, thread))
-    return {
-        "ask": None if view.ask is None else view.ask.model_dump(mode="json"),
-        "requested": None
-        if view.requested is None
-        else {
-            "seq": view.requested.seq,
-            "mode": view.requested.mode,
-            "by": view.requested.by,
-            "keepFrom": view.requested.keep_from,
-            "summary": view.requested.summary,
-        },
-        "preview": shown.as_json(),
-        "usage": {"used": usage.used, "line": usage.line, "ceiling": usage.ceiling},
-    }
+    requested = view.requested
+    return api.Compaction(
+        ask=view.ask,
+        requested=None
+        if requested is None
+        else api.Requested(
+            seq=requested.seq,
+            mode=requested.mode,
+            by=requested.by,
+            keep_from=requested.keep_from,
+            summary=requested.summary,
+        ),
+        preview=shown.as_answer(),
+        usage=api.CompactionUsage(used=usage.used, line=usage.line, ceiling=usage.ceiling),
+    )
 
 
 def pricing(runtime: Services, thread: Thread) -> Pricing:

@@ -27,6 +27,8 @@ import structlog
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from condensate.api import Error
+
 log = structlog.get_logger()
 
 OPEN_CONNECTIONS = 512
@@ -109,10 +111,8 @@ class EdgeHandler(RequestHandler):
             msg = "Response is sent already, cannot send another response with the error"
             raise ConnectionError(msg)
         code = "internal-error" if status == 500 else HTTPStatus(status).phrase.lower()
-        response = web.json_response(
-            {"error": code.replace(" ", "-"), "detail": f"{status}: {first_line}."},
-            status=status,
-        )
+        failed = Error(error=code.replace(" ", "-"), detail=f"{status}: {first_line}.")
+        response = web.json_response(failed.dump(), status=status)
         response.force_close()
         return response
 

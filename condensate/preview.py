@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
-from condensate import tiers
+from condensate import api, tiers
 from condensate.curator import SYSTEM_PROMPT, replaced_entries, summary_prompt
 from condensate.meter import ContextUsage
 from condensate.planner import PlannerSettings, Stop, summary_plan
@@ -67,23 +66,26 @@ class TierCost:
         spent = self.rewrite_usd + curator
         return math.ceil(spent / self.saved_per_call_usd)
 
-    def as_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def as_answer(self) -> api.TierCost:
+        """The cost as ``GET /threads/:id/compact`` shows it (a summary's with its curator
+        call)."""
+        fields = {
             "freed": self.freed,
-            "invalidatedTokens": self.invalidated,
-            "rewrittenTokens": self.rewritten,
-            "rewriteUsd": self.rewrite_usd,
-            "savedPerCallUsd": self.saved_per_call_usd,
-            "breakEvenCalls": self.break_even_calls,
+            "invalidated_tokens": self.invalidated,
+            "rewritten_tokens": self.rewritten,
+            "rewrite_usd": self.rewrite_usd,
+            "saved_per_call_usd": self.saved_per_call_usd,
+            "break_even_calls": self.break_even_calls,
         }
-        if self.curator is not None:
-            data["curator"] = {
-                "model": self.curator.model,
-                "inputTokens": self.curator.input,
-                "outputTokens": self.curator.output,
-                "usd": self.curator.usd,
-            }
-        return data
+        if self.curator is None:
+            return api.TierCost(**fields)
+        curator = api.CuratorCall(
+            model=self.curator.model,
+            input_tokens=self.curator.input,
+            output_tokens=self.curator.output,
+            usd=self.curator.usd,
+        )
+        return api.SummaryCost(**fields, curator=curator)
 
 
 @dataclass(frozen=True)
@@ -97,22 +99,25 @@ class Preview:
     summary: TierCost | None
     """None when no summary is possible."""
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "microcompact": {
-                "freed": self.microcompact.freed,
-                "receipts": list(self.microcompact_receipts),
-                "cost": self.microcompact.as_json(),
-            },
-            "collapse": {"freed": self.collapse.freed, "cost": self.collapse.as_json()},
-            "summary": {
-                "possible": self.summary_possible,
-                "keepFrom": self.summary_keep_from,
-                "removedByKind": self.summary_removed,
-                "freed": None if self.summary is None else self.summary.freed,
-                "cost": None if self.summary is None else self.summary.as_json(),
-            },
-        }
+    def as_answer(self) -> api.Preview:
+        """What ``GET /threads/:id/compact`` shows of it."""
+        summary_cost = None if self.summary is None else self.summary.as_answer()
+        assert summary_cost is None or isinstance(summary_cost, api.SummaryCost)
+        return api.Preview(
+            microcompact=api.MicrocompactPreview(
+                freed=self.microcompact.freed,
+                receipts=list(self.microcompact_receipts),
+                cost=self.microcompact.as_answer(),
+            ),
+            collapse=api.CollapsePreview(freed=self.collapse.freed, cost=self.collapse.as_answer()),
+            summary=api.SummaryPreview(
+                possible=self.summary_possible,
+                keep_from=self.summary_keep_from,
+                removed_by_kind=self.summary_removed,
+                freed=None if self.summary is None else self.summary.freed,
+                cost=summary_cost,
+            ),
+        )
 
 
 def _kind(entry: Entry) -> str:

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from condensate import (
     __version__,
+    api,
     approvals,
     archive,
     asks,
@@ -82,8 +83,13 @@ GUARD: web.AppKey[Guard] = web.AppKey("guard", Guard)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+def answer(model: api.Answer, status: int = 200) -> web.Response:
+    """An answer, built through its model: what the OpenAPI document says it is."""
+    return web.json_response(model.dump(), status=status)
+
+
 def error(status: int, code: str, detail: str) -> web.Response:
-    return web.json_response({"error": code, "detail": detail}, status=status)
+    return answer(api.Error(error=code, detail=detail), status)
 
 
 @web.middleware
@@ -273,27 +279,27 @@ async def _elsewhere(runtime: Runtime, thread_id: str) -> Lease | None:
     return Lease(UNOWNED, UNOWNED, now_utc())
 
 
-def _owned_elsewhere_json(thread_id: str, lease: Lease, events: int) -> dict[str, Any]:
+def _owned_elsewhere(thread_id: str, lease: Lease, events: int) -> api.ThreadElsewhere:
     """What any daemon of a fleet says of a thread another one owns (or none does)."""
-    return {
-        "id": thread_id,
-        "status": "unowned" if lease.owner == UNOWNED else "elsewhere",
-        "owner": lease.owner,
-        "ownerUrl": lease.url,
-        "events": events,
-    }
+    return api.ThreadElsewhere(
+        id=thread_id,
+        status="unowned" if lease.owner == UNOWNED else "elsewhere",
+        owner=lease.owner,
+        owner_url=lease.url,
+        events=events,
+    )
 
 
-def _tokens(bill: Bill) -> dict[str, int]:
-    return {
-        "input": bill.input,
-        "cacheWrite": bill.cache_write,
-        "cacheRead": bill.cache_read,
-        "output": bill.output,
-    }
+def _tokens(bill: Bill) -> api.Tokens:
+    return api.Tokens(
+        input=bill.input,
+        cache_write=bill.cache_write,
+        cache_read=bill.cache_read,
+        output=bill.output,
+    )
 
 
-def costs_json(view: Projection) -> dict[str, Any]:
+def costs_answer(view: Projection) -> api.Costs:
     """What the provider billed for the thread, by token class, with the cost at list price
     (``usd`` is None while any call's model has no price), per session and model."""
     total = Bill()
@@ -305,51 +311,55 @@ def costs_json(view: Projection) -> dict[str, Any]:
         if bill.unpriced:
             unpriced.add(model)
         sessions.append(
-            {
-                "session": session,
-                "model": model,
-                "calls": bill.calls,
-                "tokens": _tokens(bill),
-                "usd": None if bill.unpriced else bill.usd,
-            }
+            api.SessionCosts(
+                session=session,
+                model=model,
+                calls=bill.calls,
+                tokens=_tokens(bill),
+                usd=None if bill.unpriced else bill.usd,
+            )
         )
-    return {
-        "calls": total.calls,
-        "tokens": _tokens(total),
-        "usd": None if unpriced else total.usd,
-        "unpriced": sorted(unpriced),
-        "sessions": sessions,
-    }
+    return api.Costs(
+        calls=total.calls,
+        tokens=_tokens(total),
+        usd=None if unpriced else total.usd,
+        unpriced=sorted(unpriced),
+        sessions=sessions,
+    )
 
 
 def thread_json(runtime: Runtime, thread: Thread) -> dict[str, Any]:
+    """A thread as ``GET /threads`` gives it, for the live channel's ``/live`` stream."""
+    return thread_answer(runtime, thread).dump()
+
+
+def thread_answer(runtime: Runtime, thread: Thread) -> api.Thread:
     usage = runtime.usage(thread)
     view = thread.projection
-    return {
-        "id": thread.thread_id,
-        "engine": thread.spec.engine,
-        "model": thread.spec.model,
-        "cwd": thread.spec.cwd,
-        "head": thread.spec.head,
-        "parent": thread.spec.parent,
-        "status": thread.status,
-        "owner": None if runtime.fleet is None else runtime.fleet.me,
-        "events": view.last_seq,
-        "usage": usage.as_json(),
-        "ceiling": usage.ceiling,
-        "line": usage.line,
-        "overLine": thread.over_line,
-        "costs": costs_json(view),
-        "pendingAsk": None if view.ask is None else view.ask.model_dump(mode="json"),
-        "children": sorted(view.unjoined),
-        "reset": None
-        if thread.spec.reset is None
-        else {**thread.spec.reset.model_dump(mode="json"), "resets": view.resets},
-    }
+    reset = thread.spec.reset
+    return api.Thread(
+        id=thread.thread_id,
+        engine=thread.spec.engine,
+        model=thread.spec.model,
+        cwd=thread.spec.cwd,
+        head=thread.spec.head,
+        parent=thread.spec.parent,
+        status=thread.status,
+        owner=None if runtime.fleet is None else runtime.fleet.me,
+        events=view.last_seq,
+        usage=api.Usage(**usage.as_json()),
+        ceiling=usage.ceiling,
+        line=usage.line,
+        over_line=thread.over_line,
+        costs=costs_answer(view),
+        pending_ask=view.ask,
+        children=sorted(view.unjoined),
+        reset=None if reset is None else api.ResetState(**dict(reset), resets=view.resets),
+    )
 
 
 async def health(request: web.Request) -> web.Response:
-    return web.json_response({"ok": True, "version": __version__})
+    return answer(api.Health(ok=True, version=__version__))
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -429,13 +439,13 @@ async def create_thread(request: web.Request) -> web.Response:
         near_limit_warnings=body.near_limit_warnings,
     )
     thread = await runtime.create(spec, window=window)
-    return web.json_response(thread_json(runtime, thread), status=201)
+    return answer(thread_answer(runtime, thread), 201)
 
 
 async def list_threads(request: web.Request) -> web.Response:
     """This daemon's threads; in a fleet, every other daemon's after them, with their owner."""
     runtime = request.app[RUNTIME]
-    listed = [thread_json(runtime, t) for t in runtime.threads.values()]
+    listed: list[api.AnyThread] = [thread_answer(runtime, t) for t in runtime.threads.values()]
     if runtime.fleet is not None:
         now = now_utc()
         for thread_id, lease in (await runtime.fleet.owners()).items():
@@ -443,8 +453,8 @@ async def list_threads(request: web.Request) -> web.Response:
                 events = await runtime.log.last_seq(thread_id)
                 live = lease.owner != runtime.fleet.me and lease.expires_at > now
                 shown = lease if live else Lease(UNOWNED, UNOWNED, now)
-                listed.append(_owned_elsewhere_json(thread_id, shown, events))
-    return web.json_response({"threads": listed})
+                listed.append(_owned_elsewhere(thread_id, shown, events))
+    return answer(api.ThreadList(threads=listed))
 
 
 async def get_thread(request: web.Request) -> web.Response:
@@ -453,8 +463,8 @@ async def get_thread(request: web.Request) -> web.Response:
     lease = await _elsewhere(runtime, thread_id)
     if lease is not None:
         events = await runtime.log.last_seq(thread_id)
-        return web.json_response(_owned_elsewhere_json(thread_id, lease, events))
-    return web.json_response(thread_json(runtime, await _thread(request)))
+        return answer(_owned_elsewhere(thread_id, lease, events))
+    return answer(thread_answer(runtime, await _thread(request)))
 
 
 async def send_message(request: web.Request) -> web.Response:
@@ -463,7 +473,7 @@ async def send_message(request: web.Request) -> web.Response:
     runtime = request.app[RUNTIME]
     await _within_line(body.text, thread.spec.model, runtime.usage(thread).line, "message")
     stored = await request.app[RUNTIME].steer(thread, body.text, pinned=body.pinned)
-    return web.json_response({"seq": stored.seq, "thread": thread.thread_id}, status=202)
+    return answer(api.MessageSent(seq=stored.seq, thread=thread.thread_id), 202)
 
 
 async def interrupt(request: web.Request) -> web.Response:
@@ -475,11 +485,11 @@ async def interrupt(request: web.Request) -> web.Response:
             detail=f"Thread {thread.thread_id} has no running turn to interrupt.",
             status=409,
         )
-    return web.json_response({"interrupted": True, "thread": thread.thread_id})
+    return answer(api.Interrupted(interrupted=True, thread=thread.thread_id))
 
 
 async def get_approvals(request: web.Request) -> web.Response:
-    return web.json_response({"approvals": approvals.pending(await _thread(request))})
+    return answer(api.Approvals(approvals=approvals.pending(await _thread(request))))
 
 
 async def post_approval(request: web.Request) -> web.Response:
@@ -488,7 +498,7 @@ async def post_approval(request: web.Request) -> web.Response:
     stored = await approvals.answer(
         request.app[RUNTIME], thread, body.id, body.decision, reason=body.reason
     )
-    return web.json_response({"seq": stored.seq, "id": body.id, "decision": body.decision})
+    return answer(api.ApprovalAnswered(seq=stored.seq, id=body.id, decision=body.decision))
 
 
 def _int(request: web.Request, name: str, default: int) -> int:
@@ -529,21 +539,18 @@ async def tail(request: web.Request) -> web.Response:
             with anyio.move_on_after(wait):
                 await changed.wait()
     page = await runtime.log.tail(thread_id, after=after, limit=limit, history=history)
-    return web.json_response(
-        {
-            "events": [
-                {"seq": s.seq, "tokens": s.tokens, **s.event.model_dump(mode="json")}
-                for s in page.events
-            ],
-            "nextAfter": page.next_after,
-            "hasMore": page.has_more,
-        }
+    return answer(
+        api.TailPage(
+            events=[api.logged(s) for s in page.events],
+            next_after=page.next_after,
+            has_more=page.has_more,
+        )
     )
 
 
 async def get_compact(request: web.Request) -> web.Response:
     thread = await _thread(request)
-    return web.json_response(asks.compaction(request.app[RUNTIME], thread))
+    return answer(asks.compaction(request.app[RUNTIME], thread))
 
 
 async def post_compact(request: web.Request) -> web.Response:
@@ -559,10 +566,8 @@ async def post_compact(request: web.Request) -> web.Response:
         reason=body.reason,
     )
     queued = stored.event.kind == "compaction.requested"
-    return web.json_response(
-        {"seq": stored.seq, "kind": stored.event.kind, "queued": queued},
-        status=202 if queued else 200,
-    )
+    answered = api.CompactAnswered(seq=stored.seq, kind=stored.event.kind, queued=queued)
+    return answer(answered, 202 if queued else 200)
 
 
 async def post_tool(request: web.Request) -> web.Response:
@@ -594,7 +599,7 @@ async def post_tool(request: web.Request) -> web.Response:
         text, failed = tool_answers.condense_answer(thread.spec, arguments)
     else:
         text, failed = await tool_answers.read_back(reader, name, arguments)
-    return web.json_response({"text": text, "isError": failed})
+    return answer(api.ToolAnswer(text=text, is_error=failed))
 
 
 async def post_pin(request: web.Request) -> web.Response:
@@ -608,12 +613,12 @@ async def post_pin(request: web.Request) -> web.Response:
     stored = None
     if pinned.event is not None:
         stored = await request.app[RUNTIME].append(thread, pinned.event)
-    return web.json_response(
-        {
-            "seq": None if stored is None else stored[0].seq,
-            "pinned": body.seq,
-            "pins": sorted(thread.projection.protected_seqs),
-        }
+    return answer(
+        api.Pinned(
+            seq=None if stored is None else stored[0].seq,
+            pinned=body.seq,
+            pins=sorted(thread.projection.protected_seqs),
+        )
     )
 
 
@@ -626,7 +631,7 @@ async def post_archive(request: web.Request) -> web.Response:
         await _thread(request)  # refused: 409 naming the owner, or the thread changing hands
     record = await archive.archive_held(runtime, thread_id)
     directory = runtime.settings.home / archive.ARCHIVE_DIR
-    return web.json_response(archive.record_json(record, directory))
+    return answer(archive.record_answer(record, directory))
 
 
 ROUTES: tuple[tuple[str, str, Handler], ...] = (

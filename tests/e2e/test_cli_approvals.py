@@ -5,12 +5,12 @@ approvals the operator answers; an allowed call runs, a denied one does not."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
 from condensate import approvals
+from condensate.api import Approval
 from condensate.engine import ThreadSpec
 from condensate.events import Engine
 from condensate.runtime import Runtime
@@ -25,7 +25,7 @@ def write_call(engine: Engine, path: Path, call_id: str) -> ToolCalls:
     return ToolCalls([Call("exec_command", {"cmd": f"touch {path}"}, id=call_id)])
 
 
-async def next_approval(runtime: Runtime, thread: Thread) -> dict[str, Any]:
+async def next_approval(runtime: Runtime, thread: Thread) -> Approval:
     with anyio.fail_after(60):
         while not approvals.pending(thread):
             await thread.changed.wait()
@@ -54,16 +54,16 @@ async def test_each_write_waits_for_the_operator_who_allows_one_and_denies_the_o
         )
         first = await next_approval(runtime, thread)
         exists_before = allowed.exists()
-        await approvals.answer(runtime, thread, first["id"], "allow", reason="fine")
+        await approvals.answer(runtime, thread, first.id, "allow", reason="fine")
         second = await next_approval(runtime, thread)
-        await approvals.answer(runtime, thread, second["id"], "deny", reason="not that one")
+        await approvals.answer(runtime, thread, second.id, "deny", reason="not that one")
         with anyio.fail_after(60):
             await thread.turn_done.wait()
         events = [s.event for s in (await runtime.log.events(thread.thread_id))]
     results = {e.call_id: e for e in events if e.kind == "tool.result"}
     assert exists_before is False
-    assert str(allowed.name) in first["argument"]
-    assert str(denied.name) in second["argument"]
+    assert str(allowed.name) in first.argument
+    assert str(denied.name) in second.argument
     assert allowed.exists()
     assert not denied.exists()
     assert not results["one"].is_error

@@ -13,7 +13,7 @@ import pytest
 from condensate import prices
 from condensate.engine import ThreadSpec
 from condensate.events import BaselineMeasured, Engine, EngineNotice, ModelUsage
-from condensate.server import costs_json
+from condensate.server import costs_answer
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.integration.test_runtime import running
 
@@ -128,7 +128,7 @@ async def test_a_threads_costs_match_what_the_provider_billed(
         )
         with anyio.fail_after(90):
             await thread.turn_done.wait()
-        costs = costs_json(thread.projection)
+        costs = costs_answer(thread.projection).dump()
         sessions = [
             s.event.session_id
             for s in (await runtime.log.events(thread.thread_id))

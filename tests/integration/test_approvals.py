@@ -59,9 +59,9 @@ async def test_an_allowed_request_runs_and_both_halves_are_logged(tmp_path):
                     while not approvals.pending(thread):
                         await thread.changed.wait()
                 (shown,) = approvals.pending(thread)
-                assert shown["tool"] == "shell"
-                assert shown["argument"] == "rm -rf build"
-                await approvals.answer(runtime, thread, shown["id"], "allow", reason="fine")
+                assert shown.tool == "shell"
+                assert shown.argument == "rm -rf build"
+                await approvals.answer(runtime, thread, shown.id, "allow", reason="fine")
             assert approvals.pending(thread) == []
             requested, answered = await logged(thread, runtime)
     assert verdicts == [Verdict(True, "fine", "operator")]
@@ -82,7 +82,7 @@ async def test_a_denied_request_tells_the_engine_why(tmp_path):
                 with anyio.fail_after(5):
                     while not approvals.pending(thread):
                         await thread.changed.wait()
-                approval_id = approvals.pending(thread)[0]["id"]
+                approval_id = approvals.pending(thread)[0].id
                 await approvals.answer(
                     runtime, thread, approval_id, "deny", reason="not the build directory"
                 )

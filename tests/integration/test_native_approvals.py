@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 
 from condensate import approvals
+from condensate.api import Approval
 from condensate.engine import ThreadSpec
 from condensate.events import ToolResult
 from condensate.runtime import Runtime
@@ -29,7 +30,7 @@ async def asking_thread(runtime: Runtime, cwd: Path) -> Thread:
     )
 
 
-async def first_pending(thread: Thread) -> dict[str, object]:
+async def first_pending(thread: Thread) -> Approval:
     with anyio.fail_after(10):
         while not approvals.pending(thread):
             await thread.changed.wait()
@@ -51,10 +52,10 @@ async def test_a_shell_call_runs_only_once_an_operator_allows_it(tmp_path):
         async with runtime_on(tmp_path / "home", fake) as runtime:
             thread = await asking_thread(runtime, tmp_path)
             shown = await first_pending(thread)
-            assert shown["tool"] == "shell"
-            assert shown["argument"] == "touch made.txt"
+            assert shown.tool == "shell"
+            assert shown.argument == "touch made.txt"
             assert not (tmp_path / "made.txt").exists()
-            await approvals.answer(runtime, thread, str(shown["id"]), "allow")
+            await approvals.answer(runtime, thread, shown.id, "allow")
             with anyio.fail_after(30):
                 await thread.turn_done.wait()
             assert (tmp_path / "made.txt").exists()
@@ -70,9 +71,7 @@ async def test_a_denied_write_is_not_run_and_the_model_reads_why(tmp_path):
         async with runtime_on(tmp_path / "home", fake) as runtime:
             thread = await asking_thread(runtime, tmp_path)
             shown = await first_pending(thread)
-            await approvals.answer(
-                runtime, thread, str(shown["id"]), "deny", reason="write it under docs/"
-            )
+            await approvals.answer(runtime, thread, shown.id, "deny", reason="write it under docs/")
             with anyio.fail_after(30):
                 await thread.turn_done.wait()
             (tool, is_error, output) = results(thread)[0]

@@ -116,7 +116,7 @@ def test_an_unpriced_model_shows_no_dollars():
 @pytest.mark.parametrize("tier", ["microcompact", "collapse", "summary"])
 def test_the_json_names_every_figure(tier: str):
     """The API shows each tier's cost under ``cost``, numbers and all."""
-    data = shown(thread()).as_json()[tier]
+    data = shown(thread()).as_answer().dump()[tier]
     cost = data["cost"]
     assert cost["freed"] == data["freed"]
     assert cost["rewrittenTokens"] == max(cost["invalidatedTokens"] - cost["freed"], 0)

@@ -1,0 +1,104 @@
+"""What ``GET /threads/:id/compact`` answers (the pending ask, a requested compaction, and
+what each tier would cut and cost now: ``condensate.preview``) and what answering it
+answers. Pure."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from condensate.api.answer import Answer
+from condensate.events import AskOpened, CompactionMode
+
+
+class CuratorCall(Answer):
+    """A summary's one curator call: its prompt, at most its output budget, their price."""
+
+    model: str
+    input_tokens: int = Field(alias="inputTokens")
+    output_tokens: int = Field(alias="outputTokens")
+    usd: float | None
+
+
+class TierCost(Answer):
+    """What a tier's cut costs: the cached prefix it invalidates, what the next call writes
+    to the cache again and its price, and what each later call saves."""
+
+    freed: int
+    invalidated_tokens: int = Field(alias="invalidatedTokens")
+    rewritten_tokens: int = Field(alias="rewrittenTokens")
+    rewrite_usd: float | None = Field(alias="rewriteUsd")
+    """At the thread model's cache-write price; null when it has no price."""
+    saved_per_call_usd: float | None = Field(alias="savedPerCallUsd")
+    break_even_calls: int | None = Field(alias="breakEvenCalls")
+    """Calls after which the cut has paid for its rewrite (and its curator call)."""
+
+
+class SummaryCost(TierCost):
+    """A summary's cost, its curator call included."""
+
+    curator: CuratorCall
+
+
+class MicrocompactPreview(Answer):
+    freed: int
+    receipts: list[str]
+    """The receipts the cleared results would leave."""
+    cost: TierCost
+
+
+class CollapsePreview(Answer):
+    freed: int
+    cost: TierCost
+
+
+class SummaryPreview(Answer):
+    possible: bool
+    keep_from: int | None = Field(alias="keepFrom")
+    removed_by_kind: dict[str, int] = Field(alias="removedByKind")
+    """Tokens the summary would replace, by kind of entry."""
+    freed: int | None
+    cost: SummaryCost | None
+    """Null when no summary is possible."""
+
+
+class Preview(Answer):
+    """What each tier would cut now, and what it would cost."""
+
+    microcompact: MicrocompactPreview
+    collapse: CollapsePreview
+    summary: SummaryPreview
+
+
+class Requested(Answer):
+    """A compaction queued for the next tool boundary or turn start."""
+
+    seq: int
+    mode: CompactionMode
+    by: Literal["thread", "operator"]
+    keep_from: int | None = Field(alias="keepFrom")
+    summary: str | None
+
+
+class CompactionUsage(Answer):
+    used: int
+    line: int
+    ceiling: int
+
+
+class Compaction(Answer):
+    ask: AskOpened | None
+    """The ask a head's thread opened when it crossed its line, until it is answered."""
+    requested: Requested | None
+    preview: Preview
+    usage: CompactionUsage
+
+
+class CompactAnswered(Answer):
+    """The ask answered (``ask.answered``, 200), or a compaction queued
+    (``compaction.requested``, 202)."""
+
+    seq: int
+    kind: Literal["ask.answered", "compaction.requested"]
+    queued: bool
