@@ -136,6 +136,24 @@ class ArchiveRecord:
             self.digest,
         )
 
+    def refuse_archived(self, archived: str | None) -> None:
+        """Nothing is removed for a thread archived already (``archived``: the file of the
+        record found)."""
+        if archived is not None:
+            msg = f"Thread {self.thread_id!r} is archived already, in {archived}."
+            raise EventLogError(msg)
+
+    def refuse_changed(self, rows: ThreadRows | None) -> None:
+        """Nothing is removed unless the thread's rows are still those the archive holds
+        (checked in the transaction that removes them)."""
+        if rows is None or digest(rows) != self.digest:
+            upto = 0 if rows is None else rows.last_seq
+            msg = (
+                f"Thread {self.thread_id!r} changed while it was being archived (its events now "
+                f"run to seq {upto}, the archive's to {self.last_seq}); nothing was removed."
+            )
+            raise EventLogError(msg)
+
 
 class Owners(Protocol):
     """Who owns the threads of a log a fleet shares (``fleet.Fleet``)."""

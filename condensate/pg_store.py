@@ -33,7 +33,6 @@ from condensate.eventlog import (
     check_batch,
     clamped,
     decode_row,
-    digest,
     page_of,
 )
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
@@ -419,18 +418,9 @@ class PostgresStore:
             await cursor.execute(_LOCK, (thread_id,))  # no append while the rows are compared
             await cursor.execute("SELECT file FROM archives WHERE thread_id = %s", (thread_id,))
             found = await cursor.fetchone()
-            if found is not None:
-                msg = f"Thread {thread_id!r} is archived already, in {found[0]}."
-                raise EventLogError(msg)
+            record.refuse_archived(None if found is None else found[0])
             await self._hold_to_archive(cursor, thread_id)
-            rows = await _rows(cursor, thread_id)
-            if rows is None or digest(rows) != record.digest:
-                upto = 0 if rows is None else rows.last_seq
-                msg = (
-                    f"Thread {thread_id!r} changed while it was being archived (its events now "
-                    f"run to seq {upto}, the archive's to {record.last_seq}); nothing was removed."
-                )
-                raise EventLogError(msg)
+            record.refuse_changed(await _rows(cursor, thread_id))
             await cursor.execute(_INSERT_ARCHIVE, record.values())
             for table in (*TABLES, "leases"):
                 # The triggers let these through: the archive that covers them is recorded.

@@ -31,7 +31,6 @@ from condensate.eventlog import (
     ThreadRows,
     clamped,
     decode_row,
-    digest,
     page_of,
 )
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
@@ -390,17 +389,8 @@ class EventLog:
             found = connection.execute(
                 "SELECT file FROM archives WHERE thread_id = ?", (thread_id,)
             ).fetchone()
-            if found is not None:
-                msg = f"Thread {thread_id!r} is archived already, in {found[0]}."
-                raise EventLogError(msg)
-            rows = _rows(connection, thread_id)
-            if rows is None or digest(rows) != record.digest:
-                upto = 0 if rows is None else rows.last_seq
-                msg = (
-                    f"Thread {thread_id!r} changed while it was being archived (its events now "
-                    f"run to seq {upto}, the archive's to {record.last_seq}); nothing was removed."
-                )
-                raise EventLogError(msg)
+            record.refuse_archived(None if found is None else found[0])
+            record.refuse_changed(_rows(connection, thread_id))
             connection.execute(_INSERT_ARCHIVE, record.values())
             for table in ("events", "snapshots", "threads"):
                 # The triggers let these through: the archive that covers them is recorded.
