@@ -104,7 +104,7 @@ def read_settings(kind: type[Read]) -> Read:
 def _problem(kind: type[BaseSettings], error: Any, path: Path) -> str:
     field = str(error["loc"][0]) if error["loc"] else ""
     names = env_names(kind, field) if field in kind.model_fields else (field.upper(),)
-    where = source(names, os.environ, path)
+    where = source(names, os.environ, path, read_file(path))
     if where == "default":
         return f"{names[0]}: {error['msg']}"
     at = "the environment" if where == "environment" else where
@@ -127,10 +127,11 @@ def layered(environ: Mapping[str, str], path: Path) -> dict[str, str]:
     return {**{k: v.value for k, v in read_file(path).items()}, **environ}
 
 
-def source(names: Iterable[str], environ: Mapping[str, str], path: Path) -> str:
+def source(
+    names: Iterable[str], environ: Mapping[str, str], path: Path, lines: Mapping[str, Line]
+) -> str:
     """Where a setting read under any of ``names`` came from: the environment, the file
-    (with its line), or its default."""
-    lines = read_file(path)
+    (``lines``, read from ``path``) with its line, or its default."""
     for name in names:
         if name in environ:
             return "environment"

@@ -12,7 +12,7 @@ so that a new engine needs no edit here or anywhere in the core.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.metadata import entry_points
@@ -20,7 +20,7 @@ from importlib.metadata import entry_points
 from pydantic_settings import BaseSettings
 
 from condensate.ceilings import CeilingSettings
-from condensate.config import config_path, env_names, read_file, read_settings, unknown
+from condensate.config import PREFIX, config_path, env_names, read_file, read_settings, unknown
 from condensate.engine import EngineInfo, Engines, EngineSettings
 from condensate.errors import ConfigError
 from condensate.planner import PlannerSettings
@@ -169,18 +169,21 @@ def known_variables(engines: Engines) -> set[str]:
     return found | set(OTHER_NAMES)
 
 
-def unknown_variables(engines: Engines) -> list[str]:
+def unknown_variables(engines: Callable[[], Engines] = installed) -> list[str]:
     """A sentence for each ``CONDENSATE_*`` name in the environment or the configuration file
-    that no setting reads (a misspelling, with the setting it is closest to)."""
-    names = [*os.environ, *read_file(config_path())]
-    return unknown(names, known_variables(engines))
+    that no setting reads (a misspelling, with the setting it is closest to). The engines are
+    loaded only when a name is not one of the daemon's own: every command runs this first."""
+    names = [n for n in (*os.environ, *read_file(config_path())) if n.startswith(PREFIX)]
+    if all(n in known_variables({}) for n in names):
+        return []
+    return unknown(names, known_variables(engines()))
 
 
 def setting_warnings(settings: Settings | None, engines: Engines) -> list[str]:
     """What the daemon says at start: misspelt variables, and engines whose provider has no
     credential (``settings`` None: not readable, said elsewhere)."""
     where = str(config_path())
-    found = unknown_variables(engines)
+    found = unknown_variables(lambda: engines)
     if settings is not None:
         found += credential_warnings(settings, engines, where)
     return found

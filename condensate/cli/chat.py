@@ -30,7 +30,7 @@ from typing import Any, TextIO
 import aiohttp
 import anyio
 
-from condensate.cli.output import Style, cost_text, turn_event
+from condensate.cli.output import Style, compaction_lines, cost_text, turn_event
 from condensate.client import DaemonClient, DaemonError
 from condensate.live import DELTA
 from condensate.providers.sse import SSEParser
@@ -355,8 +355,6 @@ def _command(session: Session, text: str) -> None:
             session.screen.line(session.status_line())
         case "/compact":
             shown = session.client.call("GET", f"/threads/{session.thread}/compact")
-            from condensate.cli.output import compaction_lines  # noqa: PLC0415
-
             for line in compaction_lines(shown):
                 session.screen.line(line)
         case _:

@@ -220,6 +220,7 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
 def _setting_rows(kind: type[BaseSettings], values: BaseSettings | None) -> list[dict[str, str]]:
     """Each setting of ``kind``: its variable, its value as printed, where it came from."""
     path, rows = config.config_path(), []
+    lines = config.read_file(path)
     for field in kind.model_fields:
         names = config.env_names(kind, field)
         if not names[0].startswith(config.PREFIX):
@@ -229,7 +230,7 @@ def _setting_rows(kind: type[BaseSettings], values: BaseSettings | None) -> list
             {
                 "name": names[0],
                 "value": config.shown(names[0], value),
-                "source": config.source(names, os.environ, path),
+                "source": config.source(names, os.environ, path, lines),
             }
         )
     return rows
@@ -300,5 +301,5 @@ def _all_settings_or_none() -> Settings | None:
 
 def warn_unknown() -> None:
     """A misspelt CONDENSATE_* variable, in the environment or the file, is said at once."""
-    for text in engines.unknown_variables(engines.installed()):
+    for text in engines.unknown_variables():
         sys.stderr.write(f"condensate: warning: {text}\n")

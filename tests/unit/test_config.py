@@ -46,9 +46,10 @@ def test_each_setting_says_where_it_came_from(tmp_path: Path):
     path = tmp_path / "env"
     path.write_text("\nANTHROPIC_API_KEY=sk-file\n")
     names = ("CONDENSATE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
-    assert config.source(names, {}, path) == f"{path}:2"
-    assert config.source(names, {"ANTHROPIC_API_KEY": "x"}, path) == "environment"
-    assert config.source(("CONDENSATE_PORT",), {}, path) == "default"
+    lines = config.read_file(path)
+    assert config.source(names, {}, path, lines) == f"{path}:2"
+    assert config.source(names, {"ANTHROPIC_API_KEY": "x"}, path, lines) == "environment"
+    assert config.source(("CONDENSATE_PORT",), {}, path, lines) == "default"
 
 
 def test_a_misspelt_name_is_warned_with_the_closest_setting():
