@@ -178,6 +178,20 @@ class ModelUsage(_Event):
     """The engine's session the call belongs to (Claude Code's session, Codex's thread)."""
     usd: float | None = None
     """The call at its model's list price, stamped when it was logged; None: no price."""
+    cache_write_1h: int = 0
+    """Of ``cache_write``, the tokens written for an hour (Anthropic's ``ttl: "1h"``), billed
+    at the one-hour write price; the rest were written for five minutes."""
+    compaction_input: int = 0
+    compaction_output: int = 0
+    """Tokens a server-side compaction billed beside the reply (Anthropic's
+    ``usage.iterations`` entries of type ``compaction``): billed, never part of the prompt."""
+    thinking_dropped: int = 0
+    """Signed thinking blocks the request went without: taken out by the gateway to keep the
+    request valid after an earlier part changed, or dropped by the provider
+    (``input_transformations``)."""
+    thinking_dropped_tokens: int = 0
+    """Those blocks' tokens, as far as they are known (an omitted block's are estimated from
+    the reply that produced it)."""
 
     @property
     def prompt(self) -> int:
