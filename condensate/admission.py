@@ -25,7 +25,7 @@ from condensate import near_limits, reset, window_step
 from condensate.clamps import digest
 from condensate.context_tools import CONDENSE
 from condensate.events import AssistantMessage, ResetCommitted, SystemLine, ToolResult, UserMessage
-from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
+from condensate.gateway.wire import Clamps, NewestResult, Notice, Notices, ResetCut
 from condensate.meter import ContextUsage
 from condensate.receipts import bare_tool
 from condensate.staged_warnings import due_warning
@@ -116,11 +116,21 @@ def notices(runtime: Services, thread: Thread, size: int) -> Notices:
     spec = thread.spec
     usage = runtime.usage(thread)
     if spec.reset is None:
-        near = near_limits.notice(replace(usage, used=size)) if spec.near_limit_warnings else None
-        return Notices(system=near)
+        if not spec.near_limit_warnings:
+            return Notices()
+        measured = replace(usage, used=size)
+        level, text = near_limits.level(measured), near_limits.notice(measured)
+        if level is None or text is None:
+            return Notices()
+        # Once a level between two windows: a window lowers the context, and it may rise again.
+        return Notices(near=Notice(f"near:{level}:{thread.projection.layout}", text))
     warning = due_warning(thread.projection, spec.reset, usage, runtime.clock())
     thread.warning = warning
-    return Notices(user=None if warning is None else warning.text)
+    if warning is None:
+        return Notices()
+    # Each reset cycle warns afresh at the same levels.
+    key = f"warning:{thread.projection.resets}:{warning.level}"
+    return Notices(warning=Notice(key, warning.text))
 
 
 def reset_cut(thread: Thread) -> ResetCut | None:

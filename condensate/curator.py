@@ -311,6 +311,7 @@ class Curator:
             system=SYSTEM_PROMPT,
             max_tokens=self.settings.max_tokens,
             thinking=False,
+            cached=False,
         )
         return await self.client_for(model).complete(request)
 

@@ -79,6 +79,7 @@ async def summarize(
             system=SYSTEM,
             tools=(),
             max_tokens=SUMMARY_TOKENS,
+            cached=False,
         )
         try:
             reply = await client.complete(request)

@@ -1,7 +1,11 @@
-"""Request-scoped notices near the line, for a thread that asks for them
-(``nearLimitWarnings``): the system prompt of one request says how close the context is to
-the window that would cut it, so that the model can wrap up and save what matters first.
-Never written into the history, so nothing of it stays. Pure.
+"""Notices near the line, for a thread that asks for them (``nearLimitWarnings``): the model
+is told how close its context is to the line that would cut it, so that it can wrap up and save
+what matters first. Pure.
+
+Where the notice goes is the engine's: the native loop puts it after the last message of one
+request, past the prompt cache's last breakpoint, so nothing of it stays; the gateway adds each
+level's notice once to a CLI session's conversation and keeps it there (a notice that came and
+went would change what the model's later signed thinking is bound to).
 """
 
 from __future__ import annotations
@@ -25,12 +29,20 @@ CRITICAL = (
 )
 
 
-def notice(usage: ContextUsage) -> str | None:
-    """The notice the next request's system prompt carries, or None below ``URGENT_SHARE``."""
+def level(usage: ContextUsage) -> str | None:
+    """``"urgent"`` or ``"critical"``, or None below ``URGENT_SHARE``."""
     if usage.line <= 0:
         return None
     share = usage.used / usage.line
     if share < URGENT_SHARE:
         return None
-    text = CRITICAL if share >= CRITICAL_SHARE else URGENT
-    return text.format(percent=int(share * 100), used=usage.used, line=usage.line)
+    return "critical" if share >= CRITICAL_SHARE else "urgent"
+
+
+def notice(usage: ContextUsage) -> str | None:
+    """The notice the next request carries, or None below ``URGENT_SHARE``."""
+    named = level(usage)
+    if named is None:
+        return None
+    text = CRITICAL if named == "critical" else URGENT
+    return text.format(percent=int(usage.used / usage.line * 100), used=usage.used, line=usage.line)

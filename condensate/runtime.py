@@ -311,6 +311,13 @@ class Runtime:
         if thread is not None:
             thread.restart_pending = False
 
+    async def record_line(self, thread_id: str, code: str, text: str) -> None:
+        """A system line the gateway has for the thread's log (dropped for a thread this
+        runtime does not hold)."""
+        thread = self.threads.get(thread_id)
+        if thread is not None:
+            await self.append(thread, SystemLine(at=self.clock(), code=code, text=text))
+
     async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
         """A session's fixed part as its first request measured it (the provider's count less
         the conversation), logged when it differs from the thread's by more than 2 %; a side

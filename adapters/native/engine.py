@@ -144,13 +144,13 @@ class NativeEngine:
             # The view pages what is large: the log gets the output, not a cut of it.
             self.tool_context = replace(self.tool_context, output_cap=PAGED_OUTPUT_CHARS)
 
-    def _system(self, usage: ContextUsage) -> str:
-        """The system prompt of the next request: with a notice near the line, when the
-        thread asks for one (that request's only; never in the history)."""
+    def _notice(self, usage: ContextUsage) -> str | None:
+        """The notice near the line the next request carries, when the thread asks for one
+        (that request's only, after its messages: never in the history, and the cached
+        prompt before it stays as it was)."""
         if not self.spec.near_limit_warnings or self.spec.reset is not None:
-            return self.system
-        near = near_limits.notice(usage)
-        return self.system if near is None else f"{self.system}\n\n{near}"
+            return None
+        return near_limits.notice(usage)
 
     def baseline(self, spec: ThreadSpec) -> int:
         counter = counter_for(spec.model)
@@ -186,8 +186,10 @@ class NativeEngine:
             request = Request(
                 model=model,
                 messages=tuple(messages),
-                system=self._system(check.usage),
+                system=self.system,
                 tools=self.tools,
+                notice=self._notice(check.usage),
+                cache_key=ctx.thread_id,
                 on_text=ctx.streamed,
             )
             try:

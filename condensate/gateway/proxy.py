@@ -31,6 +31,15 @@ from condensate.edge import BODY_TIMEOUT
 from condensate.engine import GatewayAccess
 from condensate.errors import ProviderError, TransportFailed
 from condensate.events import ModelUsage, now_utc
+from condensate.gateway.binding import (
+    THINKING_EVENTS,
+    Ledger,
+    Lost,
+    ReplyThinking,
+    keep_valid,
+    refused_at,
+    without_thinking_from,
+)
 from condensate.gateway.bound import leading_model
 from condensate.gateway.passes import Pass, Passes, PassRefused
 from condensate.gateway.wire import (
@@ -40,6 +49,7 @@ from condensate.gateway.wire import (
     USAGE_EVENTS,
     Api,
     Clamps,
+    Insertion,
     NewestResult,
     Notices,
     ReplyUsage,
@@ -53,10 +63,11 @@ from condensate.gateway.wire import (
     held_reply,
     held_stream,
     held_text,
+    insertion_at_end,
     newest_result,
     result_ids,
     with_clamps,
-    with_notices,
+    with_insertions,
     with_receipts,
     with_reset,
 )
@@ -139,6 +150,10 @@ class GatewayRecorder(Protocol):
 
     async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
         """A session's fixed prompt part, from its first reply on ``model``."""
+        ...
+
+    async def record_line(self, thread_id: str, code: str, text: str) -> None:
+        """Something the gateway did that the thread's log should say (a system line)."""
         ...
 
     def streaming_to(self, thread_id: str, model: str | None) -> Callable[[str], None] | None:
@@ -227,11 +242,40 @@ class _Call:
     logged: bool = False
     warned: bool = False
     """The request carried the thread's staged warning: it is logged with the count."""
+    edits: _SessionEdits | None = None
+    """The session's notices and thinking ledger (a request the gateway parsed)."""
+    prefix: bytes | None = None
+    """The forwarded prefix's digest, when the gateway changed the request: its reply's
+    thinking is bound to it."""
+    lost: Lost = field(default_factory=Lost)
+    """Thinking the request went without (taken out here, or dropped by the provider)."""
+    thinking: ReplyThinking = field(default_factory=ReplyThinking)
 
     @property
     def metered(self) -> bool:
         """A model call: its reply's count is read and logged."""
         return self.shape is not None or self.later is not None
+
+
+@dataclass
+class _SessionEdits:
+    """What the gateway keeps of one CLI session on one model beside its meter: the notices
+    it added (each stays where it went) and the ledger of the session's signed thinking."""
+
+    insertions: list[Insertion] = field(default_factory=list)
+    ledger: Ledger = field(default_factory=Ledger)
+
+    def add(self, api: Api, document: Mapping[str, Any], notices: Notices) -> None:
+        """Each notice due and not yet added goes after the request's last message."""
+        for notice in notices.due():
+            if any(i.key == notice.key for i in self.insertions):
+                continue
+            where = insertion_at_end(api, document, notice)
+            if where is not None:
+                self.insertions.append(where)
+
+    def __bool__(self) -> bool:
+        return bool(self.insertions or self.ledger.removed)
 
 
 @dataclass(frozen=True)
@@ -264,6 +308,8 @@ class Gateway:
     passes: Passes = field(default_factory=Passes)
     meters: dict[str, SessionMeter] = field(default_factory=dict)
     """Session -> its meter."""
+    edits: dict[str, _SessionEdits] = field(default_factory=dict)
+    """Session -> the notices added to it and its thinking ledger."""
     observer: CallObserver | None = None
     """Who hears of each model request's duration and of the provider's errors."""
 
@@ -298,6 +344,8 @@ class Gateway:
         grant = self.passes.issue(thread_id)
         for session in [s for s in self.meters if s.startswith(f"{thread_id}.")]:
             del self.meters[session]
+        for session in [s for s in self.edits if s.startswith(f"{thread_id}.")]:
+            del self.edits[session]
         return grant
 
     def add_routes(self, app: web.Application) -> None:
@@ -369,20 +417,58 @@ class Gateway:
         headers.update(self.upstream.credentials(api, request.headers.get("anthropic-beta")))
         headers["Accept-Encoding"] = "identity"
         try:
-            async with self.session.request(
-                request.method,
-                url,
-                data=body,
-                headers=headers,
-                timeout=self.upstream.timeout,
-                auto_decompress=False,
-            ) as upstream:
-                return await self._relay(request, upstream, call)
+            retried = False
+            while True:
+                async with self.session.request(
+                    request.method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    timeout=self.upstream.timeout,
+                    auto_decompress=False,
+                ) as upstream:
+                    if retried or not _may_be_binding(call, upstream):
+                        return await self._relay(request, upstream, call)
+                    data = await upstream.read()
+                    again = await self._without_refused_thinking(call, body, data)
+                    if again is None:
+                        return await self._relay(request, upstream, call, data)
+                    body, retried = again, True  # once: a second refusal goes to the CLI
         except (aiohttp.ClientError, TimeoutError) as exc:
             detail = f"Condensate's gateway could not reach {url}: {type(exc).__name__} {exc}"
             log.warning("gateway_upstream_failed", url=url, error=str(exc))
             self._failed(call, TransportFailed(detail, provider=api))
             return _error(api, 502, "upstream-unreachable", detail)
+
+    async def _without_refused_thinking(
+        self, call: _Call, body: bytes, data: bytes
+    ) -> bytes | None:
+        """The request again without the thinking the provider refused as bound to another
+        conversation (the documented fix: from the block it names on, every thinking block
+        out), said in the thread's log; None when ``data`` is no such refusal."""
+        try:
+            message = str(_loads(data)["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        at = refused_at(message)
+        document = _json_object(body)
+        if at is None or document is None:
+            return None
+        model = str(document.get("model") or "")
+        edits = call.edits or self.edits.setdefault(self._key(call, model), _SessionEdits())
+        call.edits = edits
+        kept = without_thinking_from(json.loads(body), at, edits.ledger, counter_for(model).count)
+        call.lost = call.lost + kept.lost
+        call.prefix = kept.prefix
+        call.own = None
+        text = (
+            f"The provider refused a request: a thinking block was bound to a different "
+            f"conversation ({message.split(':', 1)[0]}). Sent again without the thinking from "
+            f"there on ({kept.lost.blocks} blocks, ~{kept.lost.tokens:,} tokens)."
+        )
+        log.warning("gateway_thinking_refused", thread=call.grant.thread_id, at=at)
+        await self.recorder.record_line(call.grant.thread_id, "thinking-refused", text)
+        return _dumps(kept.body)
 
     def _failed(self, call: _Call, error: ProviderError) -> None:
         """A model request failed on its way to or from the provider: counted by class."""
@@ -395,10 +481,14 @@ class Gateway:
         (``bound``), or no gate applies."""
         if rewrite.shown or rewrite.clamped:
             return False
+        model = leading_model(body)
+        if model is None:
+            return gate is None
+        if self.edits.get(self._key(call, model)):
+            return False  # its notices go in, and thinking taken out stays out
         if gate is None:
             return True
-        model = leading_model(body)
-        meter = self.meters.get(self._key(call, model)) if model is not None else None
+        meter = self.meters.get(self._key(call, model))
         size = meter.bound(body) if meter is not None else None
         return size is not None and size <= gate
 
@@ -431,19 +521,27 @@ class Gateway:
                 rewrite = _Rewrite(fresh, rewrite.cut, clamped)
                 projected, changed = rewrite.apply(call.api, document)
                 self._measure(call, projected)
+        assert call.shape is not None
         notices = Notices()
-        if admitter is not None and call.shape is not None and admitter.rewrites(thread):
+        if admitter is not None and admitter.rewrites(thread):
             notices = admitter.notices(thread, call.shape.model, size)
-            call.warned = notices.user is not None
-        if not changed and notices == Notices():
+        key = self._key(call, call.shape.model)
+        edits = call.edits = self.edits.setdefault(key, _SessionEdits())
+        edits.add(call.api, document, notices)
+        if not changed and not edits:
             call.own = body
             return body  # byte for byte as the CLI sent it
         # What goes on is written from Python's own parse: orjson reads an integer past 64
         # bits as a float, and the provider must get the CLI's request exactly, but for what
         # the view rewrites and the notices it carries.
-        exact, _ = rewrite.apply(call.api, json.loads(body))
-        exact, _ = with_notices(call.api, exact, notices)
-        return json.dumps(exact, ensure_ascii=False, separators=(",", ":")).encode()
+        original = json.loads(body)
+        exact, carried = with_insertions(call.api, original, edits.insertions)
+        call.warned = notices.warning is not None and notices.warning.key in carried
+        exact, _ = rewrite.apply(call.api, exact)
+        if call.api == "anthropic":
+            kept = keep_valid(exact, original, edits.ledger, counter_for(call.shape.model).count)
+            exact, call.lost, call.prefix = kept.body, kept.lost, kept.prefix
+        return _dumps(exact)
 
     def _measure(self, call: _Call, document: Mapping[str, Any]) -> int:
         shape = RequestShape.of(call.api, document)
@@ -479,19 +577,28 @@ class Gateway:
         return web.json_response(held_reply(call.api, model, held_text(text), reply_id))
 
     async def _relay(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, call: _Call
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        call: _Call,
+        data: bytes | None = None,
     ) -> web.StreamResponse:
+        """The reply back to the CLI as it comes (``data``: its body, already read)."""
         headers = _forwarded(upstream.headers, reply=True)
         streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
         try:
-            if streamed:
+            if streamed and data is None:
                 return await self._stream(request, upstream, call, headers)
-            data = await upstream.read()
+            if data is None:
+                data = await upstream.read()
             if upstream.status >= 400:
                 self._answered_error(call, upstream, data)
             if call.metered and upstream.status == 200:
                 with contextlib.suppress(ValueError):
-                    call.usage.read_body(call.api, _loads(data))
+                    reply = _loads(data)
+                    call.usage.read_body(call.api, reply)
+                    if call.api == "anthropic":
+                        call.thinking.read_body(reply)
                 if call.usage.seen:
                     self._announce(call)
             whole = web.Response(body=data, status=upstream.status, headers=headers)
@@ -534,8 +641,16 @@ class Gateway:
         splitter = SseSplitter(wanted=USAGE_EVENTS)
         tell = self._streaming_to(call) if upstream.status == 200 else None
         texts = SseSplitter(wanted=TEXT_EVENTS) if tell is not None else None
+        thinking = (
+            SseSplitter(wanted=THINKING_EVENTS)
+            if call.metered and call.api == "anthropic" and upstream.status == 200
+            else None
+        )
         try:
             async for chunk in upstream.content.iter_any():
+                if thinking is not None:
+                    for data in thinking.feed(chunk):
+                        call.thinking.read_event(data)
                 if call.metered and not call.announced:
                     for data in splitter.feed(chunk):
                         call.usage.read_event(call.api, data)
@@ -592,6 +707,9 @@ class Gateway:
             self._answer(call)
         reply = call.usage
         asked = call.shape.model if call.shape is not None else ""
+        if call.edits is not None and call.prefix is not None:
+            call.edits.ledger.record(call.thinking.all_keys(), call.prefix, reply.output)
+        lost = call.lost + Lost(call.thinking.dropped, 0)
         usage = ModelUsage(
             at=now_utc(),
             input=reply.input,
@@ -602,11 +720,23 @@ class Gateway:
             message_id=reply.message_id,
             measured=call.measured,
             session=call.session or self.passes.engine_sessions.get(call.grant.thread_id),
+            thinking_dropped=lost.blocks,
+            thinking_dropped_tokens=lost.tokens,
         )
         await self.recorder.record_usage(call.grant.thread_id, usage, warned=call.warned)
         if call.first and call.sent is not None and call.meter is not None:
             baseline = call.meter.baseline(reply.prompt, call.sent)
             await self.recorder.record_baseline(call.grant.thread_id, baseline, asked)
+
+
+def _may_be_binding(call: _Call, upstream: aiohttp.ClientResponse) -> bool:
+    """A reply that may be a refusal of a thinking block's binding: read whole before it is
+    relayed, as it may be retried."""
+    return call.model_call and call.api == "anthropic" and upstream.status == 400
+
+
+def _dumps(document: Mapping[str, Any]) -> bytes:
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _json_object(body: bytes) -> Mapping[str, Any] | None:

@@ -5,11 +5,12 @@ each provider's own shape."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from condensate import clamps
+from condensate.gateway.binding import canonical_digest
 from condensate.gateway.bound import bound as bytes_bound
 from condensate.tokens import MESSAGE_OVERHEAD, Counter
 
@@ -754,52 +755,94 @@ def _fixed_item(item: Any, marks: tuple[str, ...]) -> bool:
     return all(_opens_with(block, marks) for block in content)
 
 
-# -- request-scoped notices ----------------------------------------------------------------------
+# -- notices, kept where they were first added ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A text the thread's next request is due to carry: ``key`` says which (a level of the
+    near-line notice, a staged warning's level), so that each is added once a session."""
+
+    key: str
+    text: str
 
 
 @dataclass(frozen=True)
 class Notices:
-    """What one request carries beside what the CLI sent: a notice near the line, at the end
-    of its system prompt (Anthropic's ``system``, the Responses ``instructions``); an
-    agent-reset thread's staged warning, as user text at the end of its conversation."""
+    """What the runtime says a request is due to carry beside what the CLI sent: a notice
+    near the line; an agent-reset thread's staged warning."""
 
-    system: str | None = None
-    user: str | None = None
+    near: Notice | None = None
+    warning: Notice | None = None
+
+    def due(self) -> tuple[Notice, ...]:
+        return tuple(n for n in (self.near, self.warning) if n is not None)
 
 
-def with_notices(
-    api: Api, body: Mapping[str, Any], notices: Notices
-) -> tuple[dict[str, Any], bool]:
-    """``body`` carrying ``notices``, and whether it carries any."""
+@dataclass(frozen=True)
+class Insertion:
+    """A notice the gateway added to a session's conversation, after the content of the
+    message (item) at ``index`` of the CLI's requests, whose digest is ``anchor``. It stays
+    there in every later request of the session: a notice added to one request and gone
+    from the next would change what the model's later thinking is bound to."""
+
+    key: str
+    text: str
+    index: int
+    anchor: bytes
+
+
+def _conversation(api: Api, body: Mapping[str, Any]) -> list[Any] | None:
+    conversation = body.get("messages" if api == "anthropic" else "input")
+    return conversation if isinstance(conversation, list) else None
+
+
+def insertion_at_end(api: Api, body: Mapping[str, Any], notice: Notice) -> Insertion | None:
+    """Where ``notice`` goes in ``body``: after its last message, when that is the user's
+    (tool results or a steer); None when it cannot go (no conversation, or it ends in the
+    model's turn)."""
+    conversation = _conversation(api, body)
+    if not conversation or not isinstance(conversation[-1], Mapping):
+        return None
+    last = conversation[-1]
+    if api == "anthropic" and last.get("role") != "user":
+        return None
+    return Insertion(notice.key, notice.text, len(conversation) - 1, canonical_digest(last))
+
+
+def with_insertions(
+    api: Api, body: Mapping[str, Any], insertions: Sequence[Insertion]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``body`` carrying each insertion whose anchor it still holds (a history the CLI
+    rewrote, or another conversation on the same pass, holds none), and the keys of those it
+    carries; the messages it does not touch are the same objects."""
     out = dict(body)
-    if notices.system is not None:
-        key = "system" if api == "anthropic" else "instructions"
-        now = out.get(key)
-        if isinstance(now, list):
-            out[key] = [*now, {"type": "text", "text": notices.system}]
-        elif isinstance(now, str) and now:
-            out[key] = f"{now}\n\n{notices.system}"
-        else:
-            out[key] = notices.system
-    if notices.user is not None:
+    conversation = _conversation(api, body)
+    if not insertions or conversation is None:
+        return out, ()
+    items = list(conversation)
+    carried: list[str] = []
+    added: dict[int, list[str]] = {}
+    for insertion in insertions:
+        at = insertion.index
+        if at < len(items) and canonical_digest(conversation[at]) == insertion.anchor:
+            added.setdefault(at, []).append(insertion.text)
+            carried.append(insertion.key)
+    if not carried:
+        return out, ()
+    # From the end, so that an item inserted after one index leaves the earlier ones in place.
+    for at in sorted(added, reverse=True):
+        texts = added[at]
         if api == "anthropic":
-            messages = list(out.get("messages") or [])
-            last = messages[-1] if messages and isinstance(messages[-1], Mapping) else None
-            block = {"type": "text", "text": notices.user}
-            if last is not None and last.get("role") == "user":
-                content = last.get("content")
-                blocks = (
-                    content if isinstance(content, list) else [{"type": "text", "text": content}]
-                )
-                messages[-1] = {**last, "content": [*blocks, block]}
-            else:
-                messages.append({"role": "user", "content": [block]})
-            out["messages"] = messages
-        elif isinstance(out.get("input"), list):
-            item = {
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": notices.user}],
-            }
-            out["input"] = [*out["input"], item]
-    return out, notices.system is not None or notices.user is not None
+            message = items[at]
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            notes = [{"type": "text", "text": t} for t in texts]
+            items[at] = {**message, "content": [*blocks, *notes]}
+        else:
+            items[at + 1 : at + 1] = [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
+                for t in texts
+            ]
+    out["messages" if api == "anthropic" else "input"] = items
+    return out, tuple(carried)

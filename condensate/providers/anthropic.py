@@ -50,14 +50,42 @@ def _message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": [_block(b) for b in message.content]}
 
 
+CACHED = {"type": "ephemeral"}
+"""A five-minute prompt-cache breakpoint: the API caches only prefixes that end at one
+(platform.claude.com/docs/en/build-with-claude/prompt-caching)."""
+
+
+def _breakpoints(messages: list[dict[str, Any]]) -> None:
+    """Marks where the prompt is cached: the end of this request, and the end of the last
+    one (the user message before the last reply), which the API finds again exactly however
+    many blocks the reply and its results added (its lookback reaches only 20 blocks)."""
+    users = [m for m in messages if m["role"] == "user" and m["content"]]
+    for message in users[-2:]:
+        last = message["content"][-1]
+        if last.get("type") not in ("thinking", "redacted_thinking"):
+            message["content"][-1] = {**last, "cache_control": CACHED}
+
+
 def request_body(request: Request) -> dict[str, Any]:
+    messages = [_message(m) for m in request.messages]
+    if request.cached:
+        _breakpoints(messages)
+    if request.notice is not None:
+        note = {"type": "text", "text": request.notice}
+        if messages and messages[-1]["role"] == "user":
+            messages[-1] = {**messages[-1], "content": [*messages[-1]["content"], note]}
+        else:
+            messages.append({"role": "user", "content": [note]})
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
-        "messages": [_message(m) for m in request.messages],
+        "messages": messages,
         "stream": request.stream,
     }
-    if request.system:
+    if request.system and request.cached:
+        # The tools and the system prompt, cached together (tools come first in the prefix).
+        body["system"] = [{"type": "text", "text": request.system, "cache_control": CACHED}]
+    elif request.system:
         body["system"] = request.system
     if request.tools:
         body["tools"] = [

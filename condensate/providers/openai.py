@@ -109,6 +109,14 @@ class ResponsesClient(_Client):
                         )
                     case _:
                         pass  # thinking is not replayed to OpenAI
+        if request.notice is not None:
+            items.append(
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": request.notice}],
+                }
+            )
         body: dict[str, Any] = {
             "model": request.model,
             "input": items,
@@ -116,6 +124,8 @@ class ResponsesClient(_Client):
             "store": False,
             "max_output_tokens": request.max_tokens,
         }
+        if request.cache_key is not None:
+            body["prompt_cache_key"] = request.cache_key
         if request.system:
             body["instructions"] = request.system
         if request.tools:
@@ -239,6 +249,8 @@ class ChatClient(_Client):
                 messages.append(entry)
             elif texts:
                 messages.append({"role": message.role, "content": "".join(texts)})
+        if request.notice is not None:
+            messages.append({"role": "user", "content": request.notice})
         body: dict[str, Any] = {
             "model": request.model,
             "messages": messages,

@@ -67,6 +67,15 @@ class Request:
     thinking: bool = False
     """False switches thinking off where the model allows it."""
     stream: bool = True
+    notice: str | None = None
+    """A note for this request only: user text after the last message, past the prompt
+    cache's last breakpoint, so the cached prefix of the next request is unchanged."""
+    cached: bool = True
+    """Whether the prompt is marked for the provider's cache. A one-off call (a curator's
+    summary) is not: a cache write costs more than input and is never read back."""
+    cache_key: str | None = None
+    """What the provider's prompt cache keys this conversation by, where it takes one
+    (OpenAI's ``prompt_cache_key``: a thread's id)."""
     on_text: Callable[[str], None] | None = field(default=None, compare=False)
     """Told each chunk of the reply's text as the model streams it (never blocks)."""
 

@@ -290,8 +290,9 @@ async def test_staged_warnings_ride_in_requests_and_rearm_after_a_reset(
 ):
     """An agent-reset thread over a level of its budget is warned in the next request (the
     gateway adds the warning at its end), once a cycle: the warning is logged before that
-    request's count, the next request carries none, and after the reset the level is told
-    again."""
+    request's count, the next request carries it where it was added (not again at its end: a
+    notice that came and went would break the model's signed thinking), and after the reset,
+    which cuts it away, the level is told again."""
     queue_reset(fake, engine)
     # Claude Code's first request is estimated at 20k (its fixed part), counted at ~19.6k, and
     # ~17.3k after the reset; Codex's at 10k, ~8.4k, and ~2.8k: each crosses a level first,
@@ -312,18 +313,18 @@ async def test_staged_warnings_ride_in_requests_and_rearm_after_a_reset(
         < events.index(again)
     )
     sent = generations(fake, engine)
-    told = [carried(engine, r, "[Condensate] Your context is at") for r in sent]
-    assert told == [True, False, True]
-    assert carried(engine, sent[0], first["text"])
+    assert [carried(engine, r, first["text"]) for r in sent] == [True, True, False]
     assert carried(engine, sent[2], again["text"])
+    assert first["text"] in texts(conversation(engine, sent[0])[-1])
+    assert first["text"] not in texts(conversation(engine, sent[1])[-1])
     check_pairs(daemon, thread)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_near_the_line_the_system_prompt_carries_a_notice(tmp_path, fake, workdir, engine):
-    """A windowed thread that asks for them gets an URGENT notice in the system prompt of a
-    request near its line (Anthropic's system, the Responses instructions), and nowhere in
-    its conversation."""
+async def test_near_the_line_the_conversation_carries_a_notice(tmp_path, fake, workdir, engine):
+    """A windowed thread that asks for them gets an URGENT notice after the last message of a
+    request near its line, the system prompt (Anthropic's system, the Responses
+    instructions) unchanged."""
     process = start_daemon(
         tmp_path,
         fake,
@@ -340,8 +341,9 @@ async def test_near_the_line_the_system_prompt_carries_a_notice(tmp_path, fake, 
 
     (request,) = generations(fake, engine)
     system = json.dumps(request.body.get("system" if engine == "claude" else "instructions"))
-    assert "[Condensate] URGENT: your context is at" in system
-    assert not carried(engine, request, "[Condensate] URGENT")
+    assert "[Condensate]" not in system
+    last = texts(conversation(engine, request)[-1])
+    assert last[-1].startswith("[Condensate] URGENT: your context is at")
 
 
 EMERGENCY_MODEL = "claude-haiku-4-5"

@@ -91,8 +91,18 @@ async def ended(session: aiohttp.ClientSession, daemon: DaemonProcess, thread: s
 
 
 def sent(fake: FakeModelServer, model: str) -> list[list[dict[str, Any]]]:
-    """The messages of each request the fake had for ``model``, in order."""
-    return [r.body["messages"] for r in fake.requests if r.model == model and r.body]
+    """The messages of each request the fake had for ``model``, in order, without the prompt
+    cache's breakpoints (where they go is tested in tests/integration/test_native_caching.py)."""
+    return [unmarked(r.body["messages"]) for r in fake.requests if r.model == model and r.body]
+
+
+def unmarked(value: Any) -> Any:
+    """``value`` without ``cache_control`` keys."""
+    if isinstance(value, dict):
+        return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [unmarked(v) for v in value]
+    return value
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

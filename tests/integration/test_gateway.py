@@ -57,6 +57,7 @@ class Recorder:
         self.delay = delay
         self.usages: list[tuple[str, ModelUsage]] = []
         self.baselines: list[tuple[str, int]] = []
+        self.lines: list[tuple[str, str, str]] = []
         self.order: list[str] = []
         self.announced_at: list[float] = []
         self.done_at: list[float] = []
@@ -90,6 +91,10 @@ class Recorder:
     async def record_baseline(self, thread_id: str, tokens: int, model: str) -> None:
         self.baselines.append((thread_id, tokens))
         self.order.append("baseline")
+
+    async def record_line(self, thread_id: str, code: str, text: str) -> None:
+        self.lines.append((thread_id, code, text))
+        self.order.append("line")
 
 
 @dataclass

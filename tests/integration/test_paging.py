@@ -169,12 +169,13 @@ def system(body: dict[str, Any]) -> str:
     return str(raw)
 
 
-async def test_a_request_near_the_line_carries_a_notice_in_its_system_prompt_only(
+async def test_a_request_near_the_line_carries_a_notice_after_its_cached_prompt_only(
     fake: FakeModelServer, session: aiohttp.ClientSession, work: Path, tmp_path: Path
 ) -> None:
     """With nearLimitWarnings and a 20,000-token ceiling, the request after a large read
-    (past 70 % of the line) carries an URGENT notice in its system prompt; the first did not;
-    no message and no event holds it."""
+    (past 70 % of the line) ends with an URGENT notice, after the last cache breakpoint; the
+    first did not; the system prompt stays as it was (the cache holds), and no event holds
+    the notice."""
     home = tmp_path / "home"
     await anyio.Path(home).mkdir()
     with running_daemon(home, fake.url, CONDENSATE_WINDOW_CEILING="20000") as small:
@@ -190,9 +191,12 @@ async def test_a_request_near_the_line_carries_a_notice_in_its_system_prompt_onl
         assert status == 201, created
         events = await wait_for(session, small, created["id"], lambda e: e["kind"] == "turn.ended")
     first, second = [r.body for r in fake.requests if r.model == model]
-    assert "[Condensate] URGENT" not in system(first)
-    assert "[Condensate] URGENT:" in system(second) or "[Condensate] CRITICAL:" in system(second)
-    assert "[Condensate]" not in str(second["messages"])
+    assert "[Condensate]" not in str(first)
+    assert system(second) == system(first)
+    *blocks, notice = second["messages"][-1]["content"]
+    assert notice["text"].startswith(("[Condensate] URGENT:", "[Condensate] CRITICAL:"))
+    assert "cache_control" not in notice
+    assert "cache_control" in blocks[-1]
     assert "[Condensate]" not in str(events)
 
 

@@ -15,7 +15,7 @@ from condensate.gateway.wire import (
     HELD_MARK,
     Api,
     NewestResult,
-    Notices,
+    Notice,
     ReplyUsage,
     RequestShape,
     ResetCut,
@@ -26,9 +26,10 @@ from condensate.gateway.wire import (
     held_reply,
     held_stream,
     held_text,
+    insertion_at_end,
     newest_result,
     result_ids,
-    with_notices,
+    with_insertions,
     with_receipts,
     with_reset,
 )
@@ -990,37 +991,64 @@ def test_a_reset_cuts_a_responses_request_at_the_calls_response():
     assert cut == {"model": "m", "input": [items[0], items[1], notice, *items[5:]]}
 
 
-# -- request-scoped notices ----------------------------------------------------------------------
+# -- notices kept where they were added ---------------------------------------------------------
 
 
-def test_a_near_line_notice_ends_the_system_prompt_of_either_api():
-    """Anthropic's system (a string or blocks) and the Responses instructions (absent, as
-    Codex sends none) end with the notice; the conversation is untouched."""
-    near = Notices(system="URGENT")
-    blocks, changed = with_notices("anthropic", {"system": [{"type": "text", "text": "S"}]}, near)
-    assert changed
-    assert blocks["system"] == [{"type": "text", "text": "S"}, {"type": "text", "text": "URGENT"}]
-    assert with_notices("anthropic", {"system": "S"}, near)[0]["system"] == "S\n\nURGENT"
-    body = {"input": [{"type": "message", "role": "user", "content": []}]}
-    out, _ = with_notices("openai", body, near)
-    assert out == {**body, "instructions": "URGENT"}
-
-
-def test_a_staged_warning_is_user_text_at_the_end_of_the_conversation():
-    """After a batch of results it joins the last user message (results first); after an
-    assistant message it is a user message of its own; on Responses an input item."""
-    warn = Notices(user="WARN")
+def test_a_notice_goes_after_the_last_user_message_and_stays_there():
+    """A notice joins the request's last user message (after its results); the next request,
+    which holds that message and more, carries it at the same place, not at the end."""
     results = {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}
-    (last,) = with_notices("anthropic", results, warn)[0]["messages"]
-    assert last["content"] == [{"type": "tool_result"}, {"type": "text", "text": "WARN"}]
-    replied = {"messages": [{"role": "assistant", "content": "hi"}]}
-    assert with_notices("anthropic", replied, warn)[0]["messages"][-1] == {
-        "role": "user",
-        "content": [{"type": "text", "text": "WARN"}],
+    where = insertion_at_end("anthropic", results, Notice("near:urgent:0", "URGENT"))
+    assert where is not None
+    out, carried = with_insertions("anthropic", results, [where])
+    assert carried == ("near:urgent:0",)
+    (last,) = out["messages"]
+    assert last["content"] == [{"type": "tool_result"}, {"type": "text", "text": "URGENT"}]
+    later = {
+        "messages": [
+            *results["messages"],
+            {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+            {"role": "user", "content": [{"type": "text", "text": "go on"}]},
+        ]
     }
-    (item,) = with_notices("openai", {"input": []}, warn)[0]["input"]
-    assert item["content"] == [{"type": "input_text", "text": "WARN"}]
-    assert with_notices("openai", {"input": []}, Notices()) == ({"input": []}, False)
+    out, _ = with_insertions("anthropic", later, [where])
+    assert out["messages"][0]["content"][-1] == {"type": "text", "text": "URGENT"}
+    assert out["messages"][1:] == later["messages"][1:]
+    assert out["messages"][2] is later["messages"][2]
+
+
+def test_a_notice_whose_anchor_changed_is_not_carried():
+    """A conversation that no longer holds the message the notice went after (the CLI rewrote
+    its history, or another conversation uses the pass) carries nothing."""
+    first = {"messages": [{"role": "user", "content": "one"}]}
+    where = insertion_at_end("anthropic", first, Notice("k", "NOTE"))
+    assert where is not None
+    other = {"messages": [{"role": "user", "content": "two"}]}
+    assert with_insertions("anthropic", other, [where]) == (other, ())
+
+
+def test_a_notice_is_not_added_after_the_models_turn():
+    """A conversation ending in an assistant message (a prefill) gets no notice there: user
+    text after it would be a turn of its own."""
+    replied = {"messages": [{"role": "assistant", "content": "hi"}]}
+    assert insertion_at_end("anthropic", replied, Notice("k", "WARN")) is None
+
+
+def test_a_responses_notice_is_an_input_item_after_its_anchor():
+    """On the Responses API the notice is a user message item right after the item it went
+    after, and later items follow it."""
+    body = {"input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}]}
+    where = insertion_at_end("openai", body, Notice("k", "WARN"))
+    assert where is not None
+    later = {"input": [*body["input"], {"type": "message", "role": "assistant", "content": []}]}
+    out, carried = with_insertions("openai", later, [where])
+    assert carried == ("k",)
+    assert out["input"][1] == {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "WARN"}],
+    }
+    assert out["input"][2] is later["input"][1]
 
 
 def test_the_newest_result_names_its_calls_tool_and_size():
