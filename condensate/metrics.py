@@ -86,6 +86,21 @@ class Metrics:
             ("engine", "model"),
             registry=registry,
         )
+        self.thinking_dropped = Counter(
+            "condensate_thinking_dropped_blocks",
+            "Signed thinking blocks model calls went without: taken out by the gateway because "
+            "an earlier part of the request changed since they were produced, or dropped by "
+            "the provider.",
+            ("engine", "model"),
+            registry=registry,
+        )
+        self.thinking_dropped_tokens = Counter(
+            "condensate_thinking_dropped_tokens",
+            "Those blocks' tokens, as far as known (an omitted block's estimated from the "
+            "reply that produced it).",
+            ("engine", "model"),
+            registry=registry,
+        )
         self.windows = Counter(
             "condensate_windows",
             "Windows taken, by kind and by who wrote them (none: the planner's own).",
@@ -157,6 +172,11 @@ class Metrics:
                 tokens.labels(engine, called, "cache_read").inc(max(event.cache_read, 0))
                 tokens.labels(engine, called, "output").inc(max(event.output, 0))
                 self.model_cost.labels(engine, called).inc(max(event.usd or 0.0, 0.0))
+                if event.thinking_dropped:
+                    self.thinking_dropped.labels(engine, called).inc(event.thinking_dropped)
+                    self.thinking_dropped_tokens.labels(engine, called).inc(
+                        max(event.thinking_dropped_tokens, 0)
+                    )
             case Window():
                 self.windows.labels(event.window_kind, event.author or "none").inc()
             case AskOpened():

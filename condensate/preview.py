@@ -11,10 +11,11 @@ the curator call's own cost (its prompt, and at most its output budget).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from condensate import api, tiers
 from condensate.curator import SYSTEM_PROMPT, replaced_entries, summary_prompt
+from condensate.events import AssistantMessage
 from condensate.meter import ContextUsage
 from condensate.planner import PlannerSettings, Stop, summary_plan
 from condensate.prices import Price
@@ -46,6 +47,30 @@ class CuratorCost:
 
 
 @dataclass(frozen=True)
+class Thinking:
+    """Thinking blocks, and their tokens as far as their text tells (an omitted block's
+    text is empty)."""
+
+    blocks: int
+    tokens: int
+
+
+def _thinking_after(view: Projection, first: int | None) -> Thinking:
+    """The thinking of the model's turns from position ``first`` on: a provider that binds
+    each block to what came before it refuses them once anything before them changed, so the
+    engine takes them out (``condensate.gateway.binding``)."""
+    if first is None:
+        return Thinking(0, 0)
+    blocks = [
+        t
+        for e in view.entries[first:]
+        if isinstance(e.event, AssistantMessage)
+        for t in e.event.thinking
+    ]
+    return Thinking(len(blocks), sum(estimate(t.text) for t in blocks if t.text))
+
+
+@dataclass(frozen=True)
 class TierCost:
     freed: int
     invalidated: int
@@ -56,6 +81,8 @@ class TierCost:
     saved_per_call_usd: float | None
     """What every later call no longer reads from the cache."""
     curator: CuratorCost | None = None
+    thinking: Thinking = field(default_factory=lambda: Thinking(0, 0))
+    """The signed thinking the cut would take from the model's view."""
 
     @property
     def break_even_calls(self) -> int | None:
@@ -76,6 +103,9 @@ class TierCost:
             "rewrite_usd": self.rewrite_usd,
             "saved_per_call_usd": self.saved_per_call_usd,
             "break_even_calls": self.break_even_calls,
+            "thinking_dropped": api.ThinkingDropped(
+                blocks=self.thinking.blocks, tokens=self.thinking.tokens
+            ),
         }
         if self.curator is None:
             return api.TierCost(**fields)
@@ -136,7 +166,13 @@ def _suffix(view: Projection, first: int | None) -> int:
 
 
 def _cost(
-    freed: int, invalidated: int, rewritten: int, pricing: Pricing, curator: CuratorCost | None
+    freed: int,
+    invalidated: int,
+    rewritten: int,
+    pricing: Pricing,
+    *,
+    curator: CuratorCost | None,
+    thinking: Thinking,
 ) -> TierCost:
     price = pricing.price
     return TierCost(
@@ -146,13 +182,17 @@ def _cost(
         _usd(rewritten, None if price is None else price.cache_write),
         _usd(freed, None if price is None else price.cache_read),
         curator,
+        thinking,
     )
 
 
 def _cheap(view: Projection, clearing: tiers.Clearing, pricing: Pricing) -> TierCost:
     positions = [p for seq in clearing.cleared if (p := view.position(seq)) is not None]
-    invalidated = _suffix(view, min(positions, default=None))
-    return _cost(clearing.freed, invalidated, max(invalidated - clearing.freed, 0), pricing, None)
+    first = min(positions, default=None)
+    invalidated = _suffix(view, first)
+    rewritten = max(invalidated - clearing.freed, 0)
+    thinking = _thinking_after(view, first)
+    return _cost(clearing.freed, invalidated, rewritten, pricing, curator=None, thinking=thinking)
 
 
 def _curator(view: Projection, keep_from: int | None, pricing: Pricing) -> CuratorCost:
@@ -197,13 +237,18 @@ def preview(
                 first = i if first is None else first
                 removed[_kind(entry)] = removed.get(_kind(entry), 0) + entry.tokens
         if settings.restarts:
-            # A new session: nothing of the old prompt stays cached, the baseline included.
+            # A new session: nothing of the old prompt stays cached, the baseline included,
+            # and no thinking of the old one goes with it.
             invalidated, rewritten = usage.measured, max(usage.measured - chosen.freed, 0)
+            thinking = _thinking_after(view, 0)
         else:
             invalidated = _suffix(view, first)
             rewritten = max(invalidated - chosen.freed, 0)
+            thinking = _thinking_after(view, first)
         curator = _curator(view, keep_from, pricing)
-        summary = _cost(chosen.freed, invalidated, rewritten, pricing, curator)
+        summary = _cost(
+            chosen.freed, invalidated, rewritten, pricing, curator=curator, thinking=thinking
+        )
     return Preview(
         tuple(receipts),
         _cheap(view, micro, pricing),

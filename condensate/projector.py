@@ -154,6 +154,9 @@ class Bill:
     usd: float = 0.0
     unpriced: int = 0
     """Calls whose model has no known price (their cost is not in ``usd``)."""
+    thinking_dropped: int = 0
+    thinking_dropped_tokens: int = 0
+    """Signed thinking the calls went without, blocks and tokens (``ModelUsage``)."""
 
     def add(self, usage: ModelUsage) -> None:
         self.calls += 1
@@ -161,6 +164,8 @@ class Bill:
         self.cache_write += usage.cache_write
         self.cache_read += usage.cache_read
         self.output += usage.output
+        self.thinking_dropped += usage.thinking_dropped
+        self.thinking_dropped_tokens += usage.thinking_dropped_tokens
         if usage.usd is None:
             self.unpriced += 1
         else:
@@ -174,6 +179,8 @@ class Bill:
         self.cache_read += other.cache_read
         self.output += other.output
         self.unpriced += other.unpriced
+        self.thinking_dropped += other.thinking_dropped
+        self.thinking_dropped_tokens += other.thinking_dropped_tokens
         self.usd = round(self.usd + other.usd, 6)
 
 

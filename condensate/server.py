@@ -325,6 +325,9 @@ def costs_answer(view: Projection) -> api.Costs:
         usd=None if unpriced else total.usd,
         unpriced=sorted(unpriced),
         sessions=sessions,
+        thinking_dropped=api.ThinkingDropped(
+            blocks=total.thinking_dropped, tokens=total.thinking_dropped_tokens
+        ),
     )
 
 

@@ -30,6 +30,7 @@ from condensate.api.compaction import (
     Requested,
     SummaryCost,
     SummaryPreview,
+    ThinkingDropped,
     TierCost,
 )
 from condensate.api.document import (
@@ -103,6 +104,7 @@ __all__ = [
     "SummaryCost",
     "SummaryPreview",
     "TailPage",
+    "ThinkingDropped",
     "Thread",
     "ThreadElsewhere",
     "ThreadList",

@@ -12,6 +12,16 @@ from condensate.api.answer import Answer
 from condensate.events import AskOpened, CompactionMode
 
 
+class ThinkingDropped(Answer):
+    """Signed thinking the thread's calls went without: blocks the gateway took out because
+    an earlier part of the request had changed since they were produced, or the provider
+    dropped; the model has to reason again what they held."""
+
+    blocks: int
+    tokens: int
+    """As far as known (an omitted block's, estimated from the reply that produced it)."""
+
+
 class CuratorCall(Answer):
     """A summary's one curator call: its prompt, at most its output budget, their price."""
 
@@ -33,6 +43,10 @@ class TierCost(Answer):
     saved_per_call_usd: float | None = Field(alias="savedPerCallUsd")
     break_even_calls: int | None = Field(alias="breakEvenCalls")
     """Calls after which the cut has paid for its rewrite (and its curator call)."""
+    thinking_dropped: ThinkingDropped = Field(alias="thinkingDropped")
+    """The signed thinking the cut would take from the model's view: on providers that bind
+    thinking to what came before it, every block after the first change (all of them, for a
+    summary that restarts the session)."""
 
 
 class SummaryCost(TierCost):

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from condensate.api.answer import Answer
+from condensate.api.compaction import ThinkingDropped
 from condensate.events import AskOpened, ResetPolicy
 
 
@@ -56,6 +57,7 @@ class Costs(Answer):
     """At list price; null while a model in ``unpriced`` has no price."""
     unpriced: list[str]
     sessions: list[SessionCosts]
+    thinking_dropped: ThinkingDropped = Field(alias="thinkingDropped")
 
 
 class ResetState(ResetPolicy):

@@ -39,10 +39,20 @@ def line_reason(thread: dict[str, Any]) -> str:
 
 
 def cost_text(costs: dict[str, Any]) -> str:
-    """The thread's cost at list price, or which model has no price."""
+    """The thread's cost at list price, or which model has no price; and the signed
+    thinking its calls went without, when they went without any."""
     if costs["usd"] is not None:
-        return f"${costs['usd']:.4f} ({costs['calls']} calls)"
-    return f"cost unknown: no price for {', '.join(costs['unpriced'])}"
+        text = f"${costs['usd']:.4f} ({costs['calls']} calls)"
+    else:
+        text = f"cost unknown: no price for {', '.join(costs['unpriced'])}"
+    return text + thinking_dropped_text(costs.get("thinkingDropped"))
+
+
+def thinking_dropped_text(dropped: dict[str, Any] | None) -> str:
+    if not dropped or not dropped["blocks"]:
+        return ""
+    blocks, tokens = dropped["blocks"], dropped["tokens"]
+    return f", thinking dropped: {blocks} block{'s' if blocks != 1 else ''} (~{tokens:,} tokens)"
 
 
 def event_line(event: dict[str, Any]) -> str:
@@ -88,6 +98,7 @@ def tier_cost(cost: dict[str, Any]) -> str:
     )
     if cost["breakEvenCalls"] is not None:
         text += f", pays off after {cost['breakEvenCalls']:,} calls"
+    text += thinking_dropped_text(cost.get("thinkingDropped"))
     curator = cost.get("curator")
     if curator is not None:
         text += (

@@ -27,6 +27,7 @@ from condensate.events import (
     ModelUsage,
     Stored,
     SystemLine,
+    ThinkingBlock,
     ThreadCreated,
     ToolCall,
     ToolResult,
@@ -107,15 +108,19 @@ class ThreadBuilder:
         error: bool = False,
         text: str = "",
         output: str | None = None,
+        thinking: tuple[ThinkingBlock, ...] = (),
     ) -> tuple[Stored, Stored]:
         """One assistant message with one tool call, and its result of ``tokens`` tokens."""
-        (assistant, *results) = self.batch([(tool, argument, tokens, error, output)], text=text)
+        (assistant, *results) = self.batch(
+            [(tool, argument, tokens, error, output)], text=text, thinking=thinking
+        )
         return assistant, results[0]
 
     def batch(
         self,
         calls: list[tuple[str, str, int, bool, str | None]],
         text: str = "",
+        thinking: tuple[ThinkingBlock, ...] = (),
     ) -> list[Stored]:
         """An assistant message with parallel calls, then all their results."""
         ids = []
@@ -124,9 +129,10 @@ class ThreadBuilder:
             self._calls += 1
             ids.append(f"call_{self._calls}")
             tool_calls.append(ToolCall(id=ids[-1], name=tool, arguments={"arg": argument}))
-        out = [
-            self.add(AssistantMessage(at=self.tick(), text=text, tool_calls=tuple(tool_calls)), 30)
-        ]
+        message = AssistantMessage(
+            at=self.tick(), text=text, thinking=thinking, tool_calls=tuple(tool_calls)
+        )
+        out = [self.add(message, 30)]
         for call_id, (tool, argument, tokens, error, output) in zip(ids, calls, strict=True):
             body = output if output is not None else f"{tool} {argument} output " * 4
             result = ToolResult(

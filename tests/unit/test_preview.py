@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from condensate.curator import SYSTEM_PROMPT
+from condensate.events import ThinkingBlock
 from condensate.planner import PlannerSettings
 from condensate.preview import Preview, Pricing, preview
 from condensate.prices import price_of
@@ -50,6 +51,22 @@ def test_microcompact_rewrites_everything_after_the_read_it_clears():
     assert cost.saved_per_call_usd == round(cost.freed * 0.30 / 1_000_000, 6)
     assert cost.break_even_calls == -(-cost.rewrite_usd // cost.saved_per_call_usd)
     assert cost.curator is None
+
+
+def test_a_cut_names_the_signed_thinking_after_its_first_change():
+    """Thinking bound to what came before it is taken out after the first change: clearing
+    the first read costs the two turns after it their thinking (the read's own turn, before
+    the change, keeps its); an unchanged view costs none."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    b.call("read", "src/a.py", 3_000, thinking=(ThinkingBlock(text="", signature="s1"),))
+    b.call("shell", "make", 3_000, thinking=(ThinkingBlock(text="why make", signature="s2"),))
+    b.call("read", "src/b.py", 100, thinking=(ThinkingBlock(text="", signature="s3"),))
+    b.user("now", 50)
+    micro = shown(b).microcompact.thinking
+    assert (micro.blocks, micro.tokens) == (2, estimate("why make"))
+    assert shown(thread()).microcompact.thinking.blocks == 0
+    assert shown(b).microcompact.as_answer().thinking_dropped.blocks == 2
 
 
 def test_collapse_frees_the_command_too_from_the_same_point():
