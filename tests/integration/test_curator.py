@@ -20,6 +20,7 @@ from condensate.curator import (
     carry_out,
     replaced_entries,
 )
+from condensate.events import ThinkingBlock
 from condensate.planner import Cut
 from condensate.probes import probes_for
 from condensate.providers import Endpoint, ModelClient, ProviderSettings, make_client
@@ -105,6 +106,26 @@ async def test_the_curator_model_writes_the_summary_without_tools(fake, session)
     assert "tools" not in body
     assert body["thinking"] == {"type": "disabled"}
     assert len(fake.requests) == 1
+
+
+async def test_the_curator_sends_no_signed_thinking_and_marks_no_cache(fake, session):
+    """The curator's one call carries the conversation as text: no thinking block (its model
+    may not read the thread model's, and one read out of its turn would be refused) even when
+    the thread's turns had signed thinking, and no cache breakpoint (a one-off call)."""
+    b = ThreadBuilder()
+    b.turn("Build the parser.", 100)
+    b.call("read", "src/p.py", 300, thinking=(ThinkingBlock(text="", signature="sigA"),))
+    for _ in range(200):
+        b.reply("working through the parser", 400)
+    b.user("Carry on.", 10)
+    cut = decide(b)
+    assert isinstance(cut, Cut)
+    fake.queue(Text(passing(b, cut, "Half done.")), model="claude-haiku-4-5")
+    assert isinstance(await curator(fake, session).summarize(b.view, cut, THREAD), Summary)
+    sent = sent_prompt(fake)
+    assert '"type": "thinking"' not in sent
+    assert "sigA" not in sent
+    assert "cache_control" not in sent
 
 
 async def test_first_model_times_out_and_the_fallback_answers(fake, session):
