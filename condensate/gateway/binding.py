@@ -85,12 +85,17 @@ def block_key(block: Mapping[str, Any]) -> str | None:
 def _canonical(value: Any) -> bytes:
     """A part's value as the check compares it: values, not bytes or key order; no
     ``cache_control`` (moving a breakpoint is no change)."""
-    plain = _without_markers(value)
+    dumped = _dumps(value)
+    # Most parts carry no marker: one encoding, and a second only for those that do.
+    return dumped if b'"cache_control"' not in dumped else _dumps(_without_markers(value))
+
+
+def _dumps(value: Any) -> bytes:
     try:
-        return orjson.dumps(plain, option=orjson.OPT_SORT_KEYS)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         # What orjson cannot write (an integer past 64 bits) Python's encoder can.
-        return json.dumps(plain, sort_keys=True, separators=(",", ":")).encode()
+        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
 def canonical_digest(value: Any) -> bytes:
@@ -100,10 +105,6 @@ def canonical_digest(value: Any) -> bytes:
 
 def _without_markers(value: Any) -> Any:
     if isinstance(value, Mapping):
-        if "cache_control" not in value and not any(
-            isinstance(v, list | Mapping) for v in value.values()
-        ):
-            return value
         return {k: _without_markers(v) for k, v in value.items() if k != "cache_control"}
     if isinstance(value, list):
         return [_without_markers(v) for v in value]
@@ -125,15 +126,16 @@ def _is_thinking(block: Any) -> bool:
 
 
 class _Prefix:
-    """The running digest of a request's prefix, thinking left out."""
+    """The running digest of a request's prefix, message by message, thinking left out
+    (a block is checked at the start of its message; what comes before it in its own turn is
+    the CLI's as received unless the gateway made the message anew)."""
 
     def __init__(self, body: Mapping[str, Any]) -> None:
         self._hash = hashlib.sha256()
-        self._hash.update(_canonical(body.get("tools")))
-        self._hash.update(_canonical(body.get("system")))
+        self._hash.update(_canonical([body.get("tools"), body.get("system")]))
 
-    def add(self, role: Any, block: Any) -> None:
-        self._hash.update(_canonical([role, block]))
+    def add(self, role: Any, blocks: list[Any]) -> None:
+        self._hash.update(_canonical([role, [b for b in blocks if not _is_thinking(b)]]))
 
     def digest(self) -> bytes:
         return self._hash.copy().digest()
@@ -144,9 +146,7 @@ def prefix_digest(body: Mapping[str, Any]) -> bytes:
     prefix = _Prefix(body)
     for message in body.get("messages") or []:
         role = message.get("role") if isinstance(message, Mapping) else None
-        for block in _content(message):
-            if not _is_thinking(block):
-                prefix.add(role, block)
+        prefix.add(role, _content(message))
     return prefix.digest()
 
 
@@ -192,11 +192,14 @@ def keep_valid(
         at_start = prefix.digest()
         role = message.get("role") if isinstance(message, Mapping) else None
         blocks = _content(message)
+        prefix.add(role, blocks)
+        if not any(_is_thinking(b) for b in blocks):
+            messages.append(message)
+            continue
         kept: list[Any] = []
         shown_before = False
         for block in blocks:
             if not _is_thinking(block):
-                prefix.add(role, block)
                 kept.append(block)
                 shown_before = True
                 continue
