@@ -136,23 +136,35 @@ def _suffix(view: Projection, first: int | None) -> int:
 
 
 def _cost(
-    freed: int, invalidated: int, rewritten: int, pricing: Pricing, curator: CuratorCost | None
+    freed: int,
+    invalidated: int,
+    rewritten: int,
+    *,
+    prompt: int,
+    pricing: Pricing,
+    curator: CuratorCost | None = None,
 ) -> TierCost:
+    """The rewrite at the rates of the next call (its prompt less what the cut freed), the
+    saving at the rates of the call that no longer reads the freed part (``prompt``, now):
+    a long-context tier prices the whole call."""
     price = pricing.price
+    after = None if price is None else price.rates(max(prompt - freed, 0))
+    before = None if price is None else price.rates(prompt)
     return TierCost(
         freed,
         invalidated,
         rewritten,
-        _usd(rewritten, None if price is None else price.cache_write),
-        _usd(freed, None if price is None else price.cache_read),
+        _usd(rewritten, None if after is None else after.cache_write),
+        _usd(freed, None if before is None else before.cache_read),
         curator,
     )
 
 
-def _cheap(view: Projection, clearing: tiers.Clearing, pricing: Pricing) -> TierCost:
+def _cheap(view: Projection, clearing: tiers.Clearing, prompt: int, pricing: Pricing) -> TierCost:
     positions = [p for seq in clearing.cleared if (p := view.position(seq)) is not None]
     invalidated = _suffix(view, min(positions, default=None))
-    return _cost(clearing.freed, invalidated, max(invalidated - clearing.freed, 0), pricing, None)
+    rewritten = max(invalidated - clearing.freed, 0)
+    return _cost(clearing.freed, invalidated, rewritten, prompt=prompt, pricing=pricing)
 
 
 def _curator(view: Projection, keep_from: int | None, pricing: Pricing) -> CuratorCost:
@@ -165,7 +177,8 @@ def _curator(view: Projection, keep_from: int | None, pricing: Pricing) -> Curat
     output = pricing.curator_output
     usd = None
     if price is not None:
-        usd = round((prompt * price.input + output * price.output) / 1_000_000, 6)
+        rates = price.rates(prompt)
+        usd = round((prompt * rates.input + output * rates.output) / 1_000_000, 6)
     return CuratorCost(pricing.curator_model, prompt, output, usd)
 
 
@@ -203,11 +216,18 @@ def preview(
             invalidated = _suffix(view, first)
             rewritten = max(invalidated - chosen.freed, 0)
         curator = _curator(view, keep_from, pricing)
-        summary = _cost(chosen.freed, invalidated, rewritten, pricing, curator)
+        summary = _cost(
+            chosen.freed,
+            invalidated,
+            rewritten,
+            prompt=usage.measured,
+            pricing=pricing,
+            curator=curator,
+        )
     return Preview(
         tuple(receipts),
-        _cheap(view, micro, pricing),
-        _cheap(view, collapse, pricing),
+        _cheap(view, micro, usage.measured, pricing),
+        _cheap(view, collapse, usage.measured, pricing),
         keep_from,
         removed,
         not isinstance(chosen, Stop),
