@@ -73,9 +73,9 @@ def pricing(runtime: Services, thread: Thread) -> Pricing:
     curator = settings.curator_model or thread.spec.model
     return Pricing(
         thread.spec.model,
-        price_of(thread.spec.model, settings.model_prices),
+        price_of(thread.spec.model, settings.prices),
         curator,
-        price_of(curator, settings.model_prices),
+        price_of(curator, settings.prices),
         settings.curator().max_tokens,
     )
 

@@ -212,7 +212,7 @@ class Runtime:
         if usage.usd is not None:
             return usage
         tokens = prices.Tokens(usage.input, usage.cache_write, usage.cache_read, usage.output)
-        usd = prices.cost(usage.model, tokens, self.settings.model_prices)
+        usd = prices.cost(usage.model, tokens, self.settings.prices)
         return usage if usd is None else usage.model_copy(update={"usd": usd})
 
     # -- what the gateway learns -------------------------------------------------------------

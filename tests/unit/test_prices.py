@@ -4,10 +4,14 @@ tiers, OpenAI cache writes, server-side compaction)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from condensate.errors import ConfigError
 from condensate.events import ModelUsage, now_utc
 from condensate.prices import LIST_PRICES, LongContext, Price, Tokens, cost, no_price, price_of
+from condensate.settings import load_settings
 
 MILLION = 1_000_000
 
@@ -175,3 +179,39 @@ def test_tokens_cost_each_class_at_its_price():
 def test_an_unpriced_model_says_so_and_how_to_price_it():
     """Where a cost would be, one line names the model and the setting."""
     assert no_price("claude-foo-9") == "no price for claude-foo-9 (set CONDENSATE_PRICES)"
+
+
+def test_condensate_prices_supplies_a_price_with_only_input_and_output(monkeypatch):
+    """``CONDENSATE_PRICES`` (JSON, per model) prices a model the table lacks; a price needs
+    only ``input`` and ``output``, and a tier can be given too."""
+    given = {
+        "openai:gpt-7": {"input": 3, "output": 12},
+        "claude-foo-9": {
+            "input": 1,
+            "output": 5,
+            "cache_read": 0.1,
+            "long_context": {"above": 200_000, "input": 2, "output": 1.5},
+        },
+    }
+    monkeypatch.setenv("CONDENSATE_PRICES", json.dumps(given))
+    prices = load_settings().prices
+    assert price_of("openai:gpt-7", prices) == Price(input=3, output=12)
+    foo = price_of("claude-foo-9", prices)
+    assert foo is not None
+    assert foo.long_context == LongContext(above=200_000, input=2, output=1.5)
+
+
+def test_condensate_model_prices_is_still_read_and_the_new_name_wins(monkeypatch):
+    """The old name ``CONDENSATE_MODEL_PRICES`` still sets the prices; with both set,
+    ``CONDENSATE_PRICES`` is the one read."""
+    monkeypatch.setenv("CONDENSATE_MODEL_PRICES", json.dumps({"gpt-7": {"input": 1, "output": 2}}))
+    assert load_settings().prices == {"gpt-7": Price(input=1, output=2)}
+    monkeypatch.setenv("CONDENSATE_PRICES", json.dumps({"gpt-7": {"input": 5, "output": 6}}))
+    assert load_settings().prices == {"gpt-7": Price(input=5, output=6)}
+
+
+def test_a_price_without_output_is_refused_naming_the_variable(monkeypatch):
+    """A price missing a required field is one startup error naming CONDENSATE_PRICES."""
+    monkeypatch.setenv("CONDENSATE_PRICES", json.dumps({"gpt-7": {"input": 1}}))
+    with pytest.raises(ConfigError, match="CONDENSATE_PRICES"):
+        load_settings()
