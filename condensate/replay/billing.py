@@ -42,7 +42,7 @@ class Bill:
     so the sums alone cannot be priced."""
 
     def add(self, usage: Usage, output: int | None = None) -> None:
-        tokens = Tokens(usage.input, usage.cache_write, usage.cache_read, usage.output)
+        tokens = Tokens.of(usage)
         if output is not None:
             tokens = replace(tokens, output=output)
         self.calls += 1
