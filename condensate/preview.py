@@ -34,6 +34,9 @@ class Pricing:
     curator_price: Price | None
     curator_output: int
     """The most a summary's text may take (the curator's output budget)."""
+    one_hour_writes: bool = False
+    """The thread's calls write the cache mostly for an hour (Anthropic's ``ttl: "1h"``):
+    a rewrite is priced at the one-hour write price."""
 
 
 @dataclass(frozen=True)
@@ -126,8 +129,8 @@ def _kind(entry: Entry) -> str:
     return entry.role
 
 
-def _usd(tokens: int, per_million: float | None) -> float | None:
-    return None if per_million is None else round(tokens * per_million / 1_000_000, 6)
+def _usd(tokens: int, per_million: float) -> float:
+    return round(tokens * per_million / 1_000_000, 6)
 
 
 def _suffix(view: Projection, first: int | None) -> int:
@@ -148,14 +151,16 @@ def _cost(
     saving at the rates of the call that no longer reads the freed part (``prompt``, now):
     a long-context tier prices the whole call."""
     price = pricing.price
-    after = None if price is None else price.rates(max(prompt - freed, 0))
-    before = None if price is None else price.rates(prompt)
+    if price is None:
+        return TierCost(freed, invalidated, rewritten, None, None, curator)
+    after, before = price.rates(max(prompt - freed, 0)), price.rates(prompt)
+    write = after.cache_write_1h if pricing.one_hour_writes else after.cache_write
     return TierCost(
         freed,
         invalidated,
         rewritten,
-        _usd(rewritten, None if after is None else after.cache_write),
-        _usd(freed, None if before is None else before.cache_read),
+        _usd(rewritten, write),
+        _usd(freed, before.cache_read),
         curator,
     )
 

@@ -154,6 +154,10 @@ class Bill:
     usd: float = 0.0
     unpriced: int = 0
     """Calls whose model has no known price (their cost is not in ``usd``)."""
+    cache_write_1h: int = 0
+    """Of ``cache_write``, the tokens written for an hour."""
+    compaction_input: int = 0
+    compaction_output: int = 0
 
     def add(self, usage: ModelUsage) -> None:
         self.calls += 1
@@ -161,6 +165,9 @@ class Bill:
         self.cache_write += usage.cache_write
         self.cache_read += usage.cache_read
         self.output += usage.output
+        self.cache_write_1h += usage.cache_write_1h
+        self.compaction_input += usage.compaction_input
+        self.compaction_output += usage.compaction_output
         if usage.usd is None:
             self.unpriced += 1
         else:
@@ -173,6 +180,9 @@ class Bill:
         self.cache_write += other.cache_write
         self.cache_read += other.cache_read
         self.output += other.output
+        self.cache_write_1h += other.cache_write_1h
+        self.compaction_input += other.compaction_input
+        self.compaction_output += other.compaction_output
         self.unpriced += other.unpriced
         self.usd = round(self.usd + other.usd, 6)
 

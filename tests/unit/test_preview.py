@@ -150,3 +150,12 @@ def test_a_cut_below_a_long_context_tier_prices_the_rewrite_at_the_short_rates()
     cost = preview(b.view, usage(b), PlannerSettings(), pricing).microcompact
     assert cost.rewrite_usd == round(cost.rewritten * 1.25 / 1_000_000, 6)
     assert cost.saved_per_call_usd == round(cost.freed * 0.2 / 1_000_000, 6)
+
+
+def test_a_thread_that_writes_for_an_hour_rewrites_at_the_one_hour_price():
+    """Anthropic bills a one-hour write at 2x input: a thread whose calls write for an hour
+    pays Sonnet 4.5's $6, not $3.75, to write the prefix again."""
+    b = thread()
+    hourly = replace(PRICING, one_hour_writes=True)
+    cost = preview(b.view, usage(b), PlannerSettings(), hourly).microcompact
+    assert cost.rewrite_usd == round(cost.rewritten * 6.0 / 1_000_000, 6)
