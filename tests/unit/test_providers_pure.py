@@ -213,8 +213,10 @@ def test_window_sources_in_order():
 def test_todays_models_have_the_window_their_api_accepts(model, window):
     """Claude 5.x models take 1,000,000 tokens; OpenAI's GPT-5.5 and later a 922,000-token
     prompt (1,050,000 less 128,000 of output), not the Codex catalog's smaller figures."""
-    provider = "anthropic" if model.startswith("claude") else "openai"
-    known = resolve(ModelName(provider, model), {})
+    name = (
+        ModelName("anthropic", model) if model.startswith("claude") else ModelName("openai", model)
+    )
+    known = resolve(name, {})
     assert (known.tokens, known.resolved) == (window, True)
 
 
