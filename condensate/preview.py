@@ -101,6 +101,9 @@ class Preview:
     summary_possible: bool
     summary: TierCost | None
     """None when no summary is possible."""
+    model: str = ""
+    unpriced: tuple[str, ...] = ()
+    """The models without a price (the thread's, the curator's)."""
 
     def as_answer(self) -> api.Preview:
         """What ``GET /threads/:id/compact`` shows of it."""
@@ -120,6 +123,8 @@ class Preview:
                 freed=None if self.summary is None else self.summary.freed,
                 cost=summary_cost,
             ),
+            model=self.model,
+            unpriced=list(self.unpriced),
         )
 
 
@@ -229,6 +234,14 @@ def preview(
             pricing=pricing,
             curator=curator,
         )
+    unpriced = dict.fromkeys(
+        model
+        for model, price in (
+            (pricing.model, pricing.price),
+            (pricing.curator_model, pricing.curator_price),
+        )
+        if price is None
+    )
     return Preview(
         tuple(receipts),
         _cheap(view, micro, usage.measured, pricing),
@@ -237,4 +250,6 @@ def preview(
         removed,
         not isinstance(chosen, Stop),
         summary,
+        model=pricing.model,
+        unpriced=tuple(unpriced),
     )
