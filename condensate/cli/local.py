@@ -184,7 +184,7 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
         "output": args.price_output,
     }
     # A copy, not a new price: the defaults' one-hour writes and long-context tier stay.
-    prices = replay.default_prices().model_copy(
+    prices = replay.default_prices(recording.model, settings.prices).model_copy(
         update={name: value for name, value in given.items() if value is not None}
     )
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())

@@ -209,7 +209,7 @@ class AnthropicClient(_http.JsonApiClient):
 
     >>> async with aiohttp.ClientSession() as s:
     ...     client = AnthropicClient("https://api.anthropic.com", key, session=s)
-    ...     reply = await client.complete(Request("claude-sonnet-4-5", (Message.user("hi"),)))
+    ...     reply = await client.complete(Request("claude-opus-5-5", (Message.user("hi"),)))
     """
 
     provider = PROVIDER

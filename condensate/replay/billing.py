@@ -7,6 +7,7 @@ cache read 0.1. ``weighted_input`` is the sum of the three counts times their we
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,11 +22,17 @@ Prices = Price
 """USD per million tokens by class (``condensate.prices``)."""
 
 
-def default_prices() -> Price:
-    """A replay's prices unless told otherwise: Claude Sonnet 4.5's list prices."""
-    sonnet = price_of("claude-sonnet-4-5")
-    assert sonnet is not None
-    return sonnet
+DEFAULT_MODEL = "claude-opus-5-5"
+"""What a replay is priced as when its recording's model has no price: the model Claude Code
+2.1.332 uses by default."""
+
+
+def default_prices(model: str = DEFAULT_MODEL, extra: Mapping[str, Price] | None = None) -> Price:
+    """A replay's prices unless told otherwise: the list price of ``model`` (the recording's;
+    ``extra``: ``CONDENSATE_PRICES``), else Claude Opus 5.5's."""
+    found = price_of(model, extra) or price_of(DEFAULT_MODEL)
+    assert found is not None
+    return found
 
 
 @dataclass

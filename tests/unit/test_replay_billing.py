@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from condensate.prices import LongContext, Price
+from condensate.prices import LIST_PRICES, LongContext, Price
 from condensate.providers.types import Usage
-from condensate.replay.billing import Bill
+from condensate.replay.billing import Bill, default_prices
 
 
 def test_each_call_is_priced_at_its_own_prompts_tier():
@@ -30,3 +30,13 @@ def test_a_merged_bill_keeps_every_call():
     assert merged.calls == 2
     assert merged.cost(price) == pytest.approx(main.cost(price) + summaries.cost(price))
     assert summaries.output == 50
+
+
+def test_a_replay_is_priced_as_its_recordings_model_else_opus_5_5():
+    """The default prices are the recording's model's (the setting's first), and Claude
+    Opus 5.5's, Claude Code's default model, for a model without a price."""
+    assert default_prices("openai:gpt-6.2-sol") == LIST_PRICES["gpt-6.2-sol"]
+    mine = {"chat:local": Price(input=1, output=1)}
+    assert default_prices("chat:local", mine) == mine["chat:local"]
+    assert default_prices("chat:unknown") == LIST_PRICES["claude-opus-5-5"]
+    assert default_prices() == LIST_PRICES["claude-opus-5-5"]
