@@ -51,7 +51,9 @@ from condensate.engine import EngineEnv, EngineSettings, ThreadSpec
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import DaemonProcess, call
 
-MODELS = {"claude": "anthropic:claude-sonnet-4-5", "codex": "openai:gpt-5.5"}
+# Claude Code's default model; for Codex gpt-5.5, the one model of the pinned catalog
+# (0.171.0) whose tools are not code-mode only: the engine is checked with those tools.
+MODELS = {"claude": "anthropic:claude-opus-5-5", "codex": "openai:gpt-5.5"}
 WINDOW = 200_000
 TURNS = 7
 BRIEF = "Answer in one short sentence."
@@ -227,7 +229,7 @@ class ThroughDaemon:
                 "CONDENSATE_CLAUDE_BINARY": binary,
                 "CONDENSATE_CODEX_BINARY": binary,
                 "CONDENSATE_MODEL_WINDOWS": json.dumps({MODELS[engine]: WINDOW}),
-                "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
+                "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-5-5",
             },
         )
         self.thread = ""

@@ -44,7 +44,7 @@ if __package__ in (None, ""):
 from tests.integration.daemon import REPO, DaemonProcess, call, fake_process
 from tests.integration.procs import environ_of
 
-MODEL = "anthropic:claude-sonnet-4-5"
+MODEL = "anthropic:claude-opus-5-5"
 REQUESTS = 300
 GAP = 0.005
 """A pause after each request: a CLI sends its next one after running the model's tools, so

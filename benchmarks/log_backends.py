@@ -55,7 +55,7 @@ SEED = 20261201
 def results(n: int) -> tuple[list[Event], list[int]]:
     """``n`` tool results with ~300-token outputs, and their counts."""
     rng = random.Random(SEED)
-    counter = counter_for("claude-sonnet-4-5")
+    counter = counter_for("claude-opus-5-5")
     events: list[Event] = []
     for i in range(n):
         lines = [f"line {j}: value = {rng.randrange(10**6)} # step {i}" for j in range(40)]

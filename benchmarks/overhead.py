@@ -67,7 +67,7 @@ from condensate.testing.fake_model import Call, Text, ToolCalls, reply_to_json
 from condensate.tokens import Counter, TiktokenCounter, count_event, counter_for
 from tests.integration.daemon import fake_process
 
-MODEL = "anthropic:claude-sonnet-4-5"
+MODEL = "anthropic:claude-opus-5-5"
 SEED = 20_261_208
 TARGET_MEDIAN_MS = 1.0
 TARGET_APPENDS = 20_000

@@ -66,7 +66,7 @@ from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
 from condensate.tokens import Counter, count_event, counter_for
 
-MODEL = "anthropic:claude-sonnet-4-5"
+MODEL = "anthropic:claude-opus-5-5"
 WINDOW = ModelWindow(200_000, resolved=True)
 ENGINE: Engine = "api"
 BASELINE = 12_000

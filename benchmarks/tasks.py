@@ -32,7 +32,7 @@ from condensate.events import (
 from condensate.replay import Recording
 
 SEED = 20_261_207
-MODEL = "anthropic:claude-sonnet-4-5"
+MODEL = "anthropic:claude-opus-5-5"
 BASELINE = 12_000
 """System prompt, tool schemas and skills of a native thread (as in planner_scale)."""
 FULL_CALLS = 330

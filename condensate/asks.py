@@ -16,6 +16,7 @@ from condensate.planner import Ask
 from condensate.preview import Preview, Pricing, preview
 from condensate.prices import price_of
 from condensate.thread import Services, Thread
+from condensate.tokens import bare_model
 
 
 async def open_ask(runtime: Services, thread: Thread, ask: Ask) -> None:
@@ -68,15 +69,24 @@ def compaction(runtime: Services, thread: Thread) -> api.Compaction:
 
 
 def pricing(runtime: Services, thread: Thread) -> Pricing:
-    """The thread's model's prices, and its curator's (the first model of the chain)."""
+    """The thread's model's prices, and its curator's (the first model of the chain); the
+    write price a rewrite pays is the lifetime the thread's own calls mostly wrote."""
     settings = runtime.settings
     curator = settings.curator_model or thread.spec.model
+    model = bare_model(thread.spec.model)
+    bills = [
+        bill
+        for key, bill in thread.projection.billed.items()
+        if bare_model(key.partition("|")[2]) == model
+    ]
+    hour = sum(b.cache_write_1h for b in bills)
     return Pricing(
         thread.spec.model,
-        price_of(thread.spec.model, settings.model_prices),
+        price_of(thread.spec.model, settings.prices),
         curator,
-        price_of(curator, settings.model_prices),
+        price_of(curator, settings.prices),
         settings.curator().max_tokens,
+        one_hour_writes=2 * hour > sum(b.cache_write for b in bills),
     )
 
 

@@ -8,7 +8,7 @@ into its state directory, else the configured host and port; the token comes fro
 directory. Every error, the daemon's or the connection's, is a ``DaemonError``::
 
     client = DaemonClient.find(Settings())
-    thread = client.create(CreateThread(model="anthropic:claude-sonnet-4-5", cwd=".", brief="..."))
+    thread = client.create(CreateThread(model="anthropic:claude-opus-5-5", cwd=".", brief="..."))
     page = client.tail(thread.id, wait=10)
 """
 

@@ -35,6 +35,9 @@ class Pricing:
     curator_price: Price | None
     curator_output: int
     """The most a summary's text may take (the curator's output budget)."""
+    one_hour_writes: bool = False
+    """The thread's calls write the cache mostly for an hour (Anthropic's ``ttl: "1h"``):
+    a rewrite is priced at the one-hour write price."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,9 @@ class Preview:
     summary_possible: bool
     summary: TierCost | None
     """None when no summary is possible."""
+    model: str = ""
+    unpriced: tuple[str, ...] = ()
+    """The models without a price (the thread's, the curator's)."""
 
     def as_answer(self) -> api.Preview:
         """What ``GET /threads/:id/compact`` shows of it."""
@@ -147,6 +153,8 @@ class Preview:
                 freed=None if self.summary is None else self.summary.freed,
                 cost=summary_cost,
             ),
+            model=self.model,
+            unpriced=list(self.unpriced),
         )
 
 
@@ -156,8 +164,8 @@ def _kind(entry: Entry) -> str:
     return entry.role
 
 
-def _usd(tokens: int, per_million: float | None) -> float | None:
-    return None if per_million is None else round(tokens * per_million / 1_000_000, 6)
+def _usd(tokens: int, per_million: float) -> float:
+    return round(tokens * per_million / 1_000_000, 6)
 
 
 def _suffix(view: Projection, first: int | None) -> int:
@@ -169,30 +177,40 @@ def _cost(
     freed: int,
     invalidated: int,
     rewritten: int,
-    pricing: Pricing,
     *,
-    curator: CuratorCost | None,
+    prompt: int,
+    pricing: Pricing,
+    curator: CuratorCost | None = None,
     thinking: Thinking,
 ) -> TierCost:
+    """The rewrite at the rates of the next call (its prompt less what the cut freed), the
+    saving at the rates of the call that no longer reads the freed part (``prompt``, now):
+    a long-context tier prices the whole call."""
     price = pricing.price
+    if price is None:
+        return TierCost(freed, invalidated, rewritten, None, None, curator, thinking)
+    after, before = price.rates(max(prompt - freed, 0)), price.rates(prompt)
+    write = after.cache_write_1h if pricing.one_hour_writes else after.cache_write
     return TierCost(
         freed,
         invalidated,
         rewritten,
-        _usd(rewritten, None if price is None else price.cache_write),
-        _usd(freed, None if price is None else price.cache_read),
+        _usd(rewritten, write),
+        _usd(freed, before.cache_read),
         curator,
         thinking,
     )
 
 
-def _cheap(view: Projection, clearing: tiers.Clearing, pricing: Pricing) -> TierCost:
+def _cheap(view: Projection, clearing: tiers.Clearing, prompt: int, pricing: Pricing) -> TierCost:
     positions = [p for seq in clearing.cleared if (p := view.position(seq)) is not None]
     first = min(positions, default=None)
     invalidated = _suffix(view, first)
     rewritten = max(invalidated - clearing.freed, 0)
     thinking = _thinking_after(view, first)
-    return _cost(clearing.freed, invalidated, rewritten, pricing, curator=None, thinking=thinking)
+    return _cost(
+        clearing.freed, invalidated, rewritten, prompt=prompt, pricing=pricing, thinking=thinking
+    )
 
 
 def _curator(view: Projection, keep_from: int | None, pricing: Pricing) -> CuratorCost:
@@ -205,7 +223,8 @@ def _curator(view: Projection, keep_from: int | None, pricing: Pricing) -> Curat
     output = pricing.curator_output
     usd = None
     if price is not None:
-        usd = round((prompt * price.input + output * price.output) / 1_000_000, 6)
+        rates = price.rates(prompt)
+        usd = round((prompt * rates.input + output * rates.output) / 1_000_000, 6)
     return CuratorCost(pricing.curator_model, prompt, output, usd)
 
 
@@ -247,14 +266,30 @@ def preview(
             thinking = _thinking_after(view, first)
         curator = _curator(view, keep_from, pricing)
         summary = _cost(
-            chosen.freed, invalidated, rewritten, pricing, curator=curator, thinking=thinking
+            chosen.freed,
+            invalidated,
+            rewritten,
+            prompt=usage.measured,
+            pricing=pricing,
+            curator=curator,
+            thinking=thinking,
         )
+    unpriced = dict.fromkeys(
+        model
+        for model, price in (
+            (pricing.model, pricing.price),
+            (pricing.curator_model, pricing.curator_price),
+        )
+        if price is None
+    )
     return Preview(
         tuple(receipts),
-        _cheap(view, micro, pricing),
-        _cheap(view, collapse, pricing),
+        _cheap(view, micro, usage.measured, pricing),
+        _cheap(view, collapse, usage.measured, pricing),
         keep_from,
         removed,
         not isinstance(chosen, Stop),
         summary,
+        model=pricing.model,
+        unpriced=tuple(unpriced),
     )

@@ -154,6 +154,10 @@ class Bill:
     usd: float = 0.0
     unpriced: int = 0
     """Calls whose model has no known price (their cost is not in ``usd``)."""
+    cache_write_1h: int = 0
+    """Of ``cache_write``, the tokens written for an hour."""
+    compaction_input: int = 0
+    compaction_output: int = 0
     thinking_dropped: int = 0
     thinking_dropped_tokens: int = 0
     """Signed thinking the calls went without, blocks and tokens (``ModelUsage``)."""
@@ -164,6 +168,9 @@ class Bill:
         self.cache_write += usage.cache_write
         self.cache_read += usage.cache_read
         self.output += usage.output
+        self.cache_write_1h += usage.cache_write_1h
+        self.compaction_input += usage.compaction_input
+        self.compaction_output += usage.compaction_output
         self.thinking_dropped += usage.thinking_dropped
         self.thinking_dropped_tokens += usage.thinking_dropped_tokens
         if usage.usd is None:
@@ -178,6 +185,9 @@ class Bill:
         self.cache_write += other.cache_write
         self.cache_read += other.cache_read
         self.output += other.output
+        self.cache_write_1h += other.cache_write_1h
+        self.compaction_input += other.compaction_input
+        self.compaction_output += other.compaction_output
         self.unpriced += other.unpriced
         self.thinking_dropped += other.thinking_dropped
         self.thinking_dropped_tokens += other.thinking_dropped_tokens

@@ -202,7 +202,10 @@ class Runtime:
                 "input": call.input,
                 "cacheRead": call.cache_read,
                 "cacheWrite": call.cache_write,
+                "cacheWrite1h": call.cache_write_1h,
                 "output": call.output,
+                "compactionInput": call.compaction_input,
+                "compactionOutput": call.compaction_output,
                 "usd": call.usd,
             },
             "usage": usage.as_json(),
@@ -211,8 +214,8 @@ class Runtime:
     def _priced(self, usage: ModelUsage) -> ModelUsage:
         if usage.usd is not None:
             return usage
-        tokens = prices.Tokens(usage.input, usage.cache_write, usage.cache_read, usage.output)
-        usd = prices.cost(usage.model, tokens, self.settings.model_prices)
+        # Every billed class: one-hour writes, a compaction, the prompt's tier.
+        usd = prices.cost(usage.model, prices.Tokens.of(usage), self.settings.prices)
         return usage if usd is None else usage.model_copy(update={"usd": usd})
 
     # -- what the gateway learns -------------------------------------------------------------

@@ -296,6 +296,9 @@ def _tokens(bill: Bill) -> api.Tokens:
         cache_write=bill.cache_write,
         cache_read=bill.cache_read,
         output=bill.output,
+        cache_write_1h=bill.cache_write_1h,
+        compaction_input=bill.compaction_input,
+        compaction_output=bill.compaction_output,
     )
 
 

@@ -89,9 +89,14 @@ class Settings(BaseSettings):
     """The deadline for one whole provider call, every retry and wait included."""
     provider_read_timeout_s: float = Field(default=120.0, gt=0)
     """The longest a provider may stay silent: before its headers, or between two chunks."""
-    model_prices: dict[str, Price] = Field(default_factory=dict)
-    """List prices the table does not know, US dollars per million tokens, as JSON:
-    ``{"openai:gpt-5.5": {"input": 2, "output": 16, "cache_read": 0.2, "cache_write": 2}}``."""
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("CONDENSATE_PRICES", "CONDENSATE_MODEL_PRICES"),
+    )
+    """List prices by model, over the built-in table's, US dollars per million tokens, as
+    JSON: ``{"openai:gpt-7": {"input": 2, "output": 16, "cache_read": 0.2}}``. Only
+    ``input`` and ``output`` are required (``condensate.prices.Price``). The variable's old
+    name, ``CONDENSATE_MODEL_PRICES``, is still read."""
     model_windows: dict[str, int] = Field(default_factory=dict)
     """Explicit windows by model, as JSON: ``{"chat:qwen3-coder": 32768}``."""
 

@@ -44,7 +44,7 @@ class CreateThread(_Body):
     engine: str | None = None
     """One of the engines the daemon runs (``GET /openapi.json`` lists them); none: its
     default engine."""
-    model: str = Field(examples=["anthropic:claude-sonnet-4-5"])
+    model: str = Field(examples=["anthropic:claude-opus-5-5"])
     cwd: str = Field(examples=["/home/me/src/project"])
     brief: str = Field(min_length=1, examples=["Make the failing tests pass."])
     persona: str = ""

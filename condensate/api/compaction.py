@@ -83,6 +83,10 @@ class Preview(Answer):
     microcompact: MicrocompactPreview
     collapse: CollapsePreview
     summary: SummaryPreview
+    model: str = ""
+    """The thread's model: the tiers' rewrites and savings are at its prices."""
+    unpriced: list[str] = Field(default_factory=list)
+    """The models without a price (the thread's, the curator's): their costs are null."""
 
 
 class Requested(Answer):

@@ -35,6 +35,11 @@ class Tokens(Answer):
     cache_write: int = Field(alias="cacheWrite")
     cache_read: int = Field(alias="cacheRead")
     output: int
+    cache_write_1h: int = Field(default=0, alias="cacheWrite1h")
+    """Of ``cacheWrite``, the tokens written for an hour (Anthropic's one-hour entries)."""
+    compaction_input: int = Field(default=0, alias="compactionInput")
+    compaction_output: int = Field(default=0, alias="compactionOutput")
+    """A server-side compaction's tokens, billed beside the calls' own."""
 
 
 class SessionCosts(Answer):

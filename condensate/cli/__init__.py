@@ -103,7 +103,7 @@ def _thread_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> 
         help=f"the engine the thread runs on (installed: {', '.join(engines.names())}; "
         "default: the daemon's default)",
     )
-    run.add_argument("--model", required=True, help="e.g. anthropic:claude-sonnet-4-5")
+    run.add_argument("--model", required=True, help="e.g. anthropic:claude-opus-5-5")
     run.add_argument("--cwd", default=".")
     run.add_argument("--persona", default="")
     run.add_argument(
@@ -145,7 +145,7 @@ def _offline_commands(command: Callable[[str, str], argparse.ArgumentParser]) ->
         "--curator",
         default="fake",
         help="fake (a stand-in through the fake server) or a model, e.g. "
-        "anthropic:claude-haiku-4-5 (needs its API key)",
+        "anthropic:claude-haiku-5-5 (needs its API key)",
     )
     replay_parser.add_argument(
         "--policies",
@@ -163,7 +163,10 @@ def _offline_commands(command: Callable[[str, str], argparse.ArgumentParser]) ->
     )
     for name in ("input", "cache-read", "cache-write", "output"):
         replay_parser.add_argument(
-            f"--price-{name}", type=float, help="USD per million tokens (default: Sonnet 4.5)"
+            f"--price-{name}",
+            type=float,
+            help="USD per million tokens (default: the list price of the recording's model, "
+            "else of Claude Opus 5.5)",
         )
 
 

@@ -177,14 +177,15 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
 
     recording = replay.load(Path(args.log), args.thread)
     shaped = engines.profile_of(recording.engine, settings)
-    defaults = replay.default_prices()
-    prices = replay.Prices(
-        input=defaults.input if args.price_input is None else args.price_input,
-        cache_read=defaults.cache_read if args.price_cache_read is None else args.price_cache_read,
-        cache_write=(
-            defaults.cache_write if args.price_cache_write is None else args.price_cache_write
-        ),
-        output=defaults.output if args.price_output is None else args.price_output,
+    given = {
+        "input": args.price_input,
+        "cache_read": args.price_cache_read,
+        "cache_write": args.price_cache_write,
+        "output": args.price_output,
+    }
+    # A copy, not a new price: the defaults' one-hour writes and long-context tier stay.
+    prices = replay.default_prices(recording.model, settings.prices).model_copy(
+        update={name: value for name, value in given.items() if value is not None}
     )
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from condensate.events import ProbeReport
+from condensate.prices import no_price
 from condensate.probes import summary_line
 
 
@@ -39,12 +40,12 @@ def line_reason(thread: dict[str, Any]) -> str:
 
 
 def cost_text(costs: dict[str, Any]) -> str:
-    """The thread's cost at list price, or which model has no price; and the signed
-    thinking its calls went without, when they went without any."""
+    """The thread's cost at list price, or the one line naming the models without a price;
+    and the signed thinking its calls went without, when they went without any."""
     if costs["usd"] is not None:
         text = f"${costs['usd']:.4f} ({costs['calls']} calls)"
     else:
-        text = f"cost unknown: no price for {', '.join(costs['unpriced'])}"
+        text = no_price(", ".join(costs["unpriced"]))
     return text + thinking_dropped_text(costs.get("thinkingDropped"))
 
 
@@ -84,18 +85,17 @@ def event_line(event: dict[str, Any]) -> str:
     return f"{event['seq']:>6} {kind:<20} {first_line(detail, 100)}"
 
 
-def dollars(usd: float | None) -> str:
-    return "price unknown" if usd is None else f"${usd:,.4f}"
-
-
-def tier_cost(cost: dict[str, Any]) -> str:
+def tier_cost(cost: dict[str, Any], model: str) -> str:
     """What a tier's cut costs: the cached prefix written again, what each call saves, and
-    when it has paid for itself."""
+    when it has paid for itself; for a model without a price, the line that says so."""
     text = (
         f"rewrites {cost['rewrittenTokens']:,} tokens of a cached prefix of "
-        f"{cost['invalidatedTokens']:,} ({dollars(cost['rewriteUsd'])}), saves "
-        f"{dollars(cost['savedPerCallUsd'])} a call"
+        f"{cost['invalidatedTokens']:,}"
     )
+    if cost["rewriteUsd"] is None:
+        text += f"; {no_price(model)}"
+    else:
+        text += f" (${cost['rewriteUsd']:,.4f}), saves ${cost['savedPerCallUsd']:,.4f} a call"
     if cost["breakEvenCalls"] is not None:
         text += f", pays off after {cost['breakEvenCalls']:,} calls"
     text += thinking_dropped_text(cost.get("thinkingDropped"))
@@ -103,8 +103,10 @@ def tier_cost(cost: dict[str, Any]) -> str:
     if curator is not None:
         text += (
             f"; curator {curator['model']}: ~{curator['inputTokens']:,} tokens in, at most "
-            f"{curator['outputTokens']:,} out ({dollars(curator['usd'])})"
+            f"{curator['outputTokens']:,} out"
         )
+        usd = curator["usd"]
+        text += f"; {no_price(curator['model'])}" if usd is None else f" (${usd:,.4f})"
     return text
 
 
@@ -114,6 +116,7 @@ def compaction_lines(data: dict[str, Any]) -> list[str]:
     requested = data["requested"]
     preview = data["preview"]
     micro, collapse, summary = preview["microcompact"], preview["collapse"], preview["summary"]
+    model = preview.get("model") or "the thread's model"
     lines = [
         f"pending ask: {ask['ask_id']} (deadline {ask['deadline']})" if ask else "no ask",
         f"requested: {requested['mode']} by the {requested['by']} (seq {requested['seq']})"
@@ -121,8 +124,8 @@ def compaction_lines(data: dict[str, Any]) -> list[str]:
         else "nothing requested",
         f"usage: {data['usage']['used']:,} of line {data['usage']['line']:,}",
         f"microcompact would free {micro['freed']:,} tokens ({len(micro['receipts'])} receipts); "
-        + tier_cost(micro["cost"]),
-        f"collapse would free {collapse['freed']:,} tokens; " + tier_cost(collapse["cost"]),
+        + tier_cost(micro["cost"], model),
+        f"collapse would free {collapse['freed']:,} tokens; " + tier_cost(collapse["cost"], model),
     ]
     if summary["possible"]:
         removed = ", ".join(f"{k} {v:,}" for k, v in sorted(summary["removedByKind"].items()))
@@ -133,7 +136,7 @@ def compaction_lines(data: dict[str, Any]) -> list[str]:
         )
         lines.append(
             f"summary would {kept}, removing {removed or 'nothing'} tokens, and free "
-            f"{summary['freed']:,}; " + tier_cost(summary["cost"])
+            f"{summary['freed']:,}; " + tier_cost(summary["cost"], model)
         )
     else:
         lines.append("summary: not possible now (nothing before the kept range to summarize)")

@@ -211,6 +211,11 @@ class ReplyUsage:
     cache_read: int = 0
     cache_write: int = 0
     output: int = 0
+    cache_write_1h: int = 0
+    """Of ``cache_write``, the tokens written for an hour."""
+    compaction_input: int = 0
+    compaction_output: int = 0
+    """A server-side compaction's tokens, billed beside the reply's."""
     message_id: str | None = None
     model: str = ""
     seen: bool = False
@@ -228,15 +233,32 @@ class ReplyUsage:
         self.cache_read = int(usage.get("cache_read_input_tokens") or self.cache_read)
         self.cache_write = int(usage.get("cache_creation_input_tokens") or self.cache_write)
         self.output = int(usage.get("output_tokens") or self.output)
+        creation = usage.get("cache_creation")
+        if isinstance(creation, Mapping):
+            hour = creation.get("ephemeral_1h_input_tokens")
+            self.cache_write_1h = int(hour or self.cache_write_1h)
+        iterations = usage.get("iterations")
+        if isinstance(iterations, list):
+            # The top-level counts leave the compaction out; each event that carries the
+            # list carries all of it, so it replaces what an earlier one said.
+            compactions = [
+                i for i in iterations if isinstance(i, Mapping) and i.get("type") == "compaction"
+            ]
+            self.compaction_input = sum(int(i.get("input_tokens") or 0) for i in compactions)
+            self.compaction_output = sum(int(i.get("output_tokens") or 0) for i in compactions)
 
     def responses(self, usage: Mapping[str, Any]) -> None:
-        """OpenAI counts the cached part inside ``input_tokens``; Condensate's ``input`` is
-        the uncached part."""
+        """OpenAI counts the cached and the written parts inside ``input_tokens``;
+        Condensate's ``input`` is the rest (GPT-5.6 and later report writes)."""
         self.seen = True
         details = usage.get("input_tokens_details")
-        cached = int(details.get("cached_tokens") or 0) if isinstance(details, Mapping) else 0
-        self.input = max(int(usage.get("input_tokens") or 0) - cached, 0)
+        if not isinstance(details, Mapping):
+            details = {}
+        cached = int(details.get("cached_tokens") or 0)
+        written = int(details.get("cache_write_tokens") or 0)
+        self.input = max(int(usage.get("input_tokens") or 0) - cached - written, 0)
         self.cache_read = cached
+        self.cache_write = written
         self.output = int(usage.get("output_tokens") or 0)
 
     def read_body(self, api: Api, body: Any) -> None:

@@ -1,7 +1,7 @@
 """Model providers: clients for the Anthropic Messages API, the OpenAI Responses API and Chat
 Completions, their error classes (in ``condensate.errors``) and model windows.
 
-A model is named ``provider:model``: ``anthropic:claude-sonnet-4-5``, ``openai:gpt-5-mini``,
+A model is named ``provider:model``: ``anthropic:claude-opus-5-5``, ``openai:gpt-6.2-sol``,
 ``chat:qwen3-coder`` (any Chat Completions server: vLLM, Ollama, ...). Base URLs and keys come
 from settings, and so do the bounds of a call (``Timeouts``: a deadline for the whole call,
 retries included, and a read timeout between chunks).
@@ -43,7 +43,7 @@ class ModelName:
 
 
 def parse_model(model: str) -> ModelName:
-    """``anthropic:claude-sonnet-4-5`` -> (anthropic, claude-sonnet-4-5). A bare Claude or GPT
+    """``anthropic:claude-opus-5-5`` -> (anthropic, claude-opus-5-5). A bare Claude or GPT
     name is accepted; anything else must say its provider."""
     prefix, sep, name = model.partition(":")
     if sep:

@@ -101,11 +101,22 @@ def request_body(request: Request) -> dict[str, Any]:
 
 
 def _usage(raw: dict[str, Any], output: int | None = None) -> Usage:
+    """The reply's ``usage``: the one-hour part of the writes from ``cache_creation``, and a
+    server-side compaction from ``iterations`` (the top-level counts leave it out)."""
+    creation = raw.get("cache_creation") or {}
+    compactions = [
+        i
+        for i in raw.get("iterations") or []
+        if isinstance(i, dict) and i.get("type") == "compaction"
+    ]
     return Usage(
         input=int(raw.get("input_tokens") or 0),
         cache_read=int(raw.get("cache_read_input_tokens") or 0),
         cache_write=int(raw.get("cache_creation_input_tokens") or 0),
         output=int(output if output is not None else raw.get("output_tokens") or 0),
+        cache_write_1h=int(creation.get("ephemeral_1h_input_tokens") or 0),
+        compaction_input=sum(int(i.get("input_tokens") or 0) for i in compactions),
+        compaction_output=sum(int(i.get("output_tokens") or 0) for i in compactions),
     )
 
 
@@ -171,6 +182,8 @@ class _StreamState:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.stop_reason = ""
         self.output: int | None = None
+        self.iterations: list[Any] | None = None
+        """``message_delta``'s ``usage.iterations``: a compaction's count comes at the end."""
         self.stopped = False
 
     def feed(self, data: dict[str, Any]) -> None:
@@ -198,6 +211,8 @@ class _StreamState:
             usage = data.get("usage") or {}
             if "output_tokens" in usage:
                 self.output = int(usage["output_tokens"])
+            if isinstance(usage.get("iterations"), list):
+                self.iterations = usage["iterations"]
         elif kind == "message_stop":
             self.stopped = True
 
@@ -209,8 +224,11 @@ class _StreamState:
         content = [self.blocks[index] for index in sorted(self.blocks)]
         body = {**self.message, "content": content, "stop_reason": self.stop_reason}
         done = completion_from_json(body)
+        counted = dict(self.message.get("usage") or {})
+        if self.iterations is not None:
+            counted["iterations"] = self.iterations
         with _parse.shaped(PROVIDER, "message_start's usage"):
-            usage = _usage(self.message.get("usage") or {}, self.output)
+            usage = _usage(counted, self.output)
         return replace(done, usage=usage)
 
 
@@ -219,7 +237,7 @@ class AnthropicClient(_http.JsonApiClient):
 
     >>> async with aiohttp.ClientSession() as s:
     ...     client = AnthropicClient("https://api.anthropic.com", key, session=s)
-    ...     reply = await client.complete(Request("claude-sonnet-4-5", (Message.user("hi"),)))
+    ...     reply = await client.complete(Request("claude-opus-5-5", (Message.user("hi"),)))
     """
 
     provider = PROVIDER

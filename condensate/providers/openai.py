@@ -1,6 +1,7 @@
 """Clients for the OpenAI Responses API and the Chat Completions API (which also covers
-vLLM, Ollama and other compatible servers). Usage is read as input (uncached) + cache read,
-with the cached part split out of ``input_tokens`` where the provider counts it inside."""
+vLLM, Ollama and other compatible servers). Usage is read as input (uncached) + cache read +
+cache write, with the cached and written parts split out of ``input_tokens`` where the
+provider counts them inside."""
 
 from __future__ import annotations
 
@@ -27,9 +28,18 @@ _REASONING_MODEL = re.compile(r"^(gpt-5|o\d)")
 
 
 def _usage(raw: dict[str, Any], prompt_key: str, output_key: str, details_key: str) -> Usage:
+    """The prompt's count holds the cached and (GPT-5.6 and later) the written parts:
+    ``input`` is the rest."""
     prompt = int(raw.get(prompt_key) or 0)
-    cached = int((raw.get(details_key) or {}).get("cached_tokens") or 0)
-    return Usage(input=prompt - cached, cache_read=cached, output=int(raw.get(output_key) or 0))
+    details = raw.get(details_key) or {}
+    cached = int(details.get("cached_tokens") or 0)
+    written = int(details.get("cache_write_tokens") or 0)
+    return Usage(
+        input=prompt - cached - written,
+        cache_read=cached,
+        cache_write=written,
+        output=int(raw.get(output_key) or 0),
+    )
 
 
 def _calls(

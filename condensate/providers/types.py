@@ -88,6 +88,12 @@ class Usage:
     cache_read: int = 0
     cache_write: int = 0
     output: int = 0
+    cache_write_1h: int = 0
+    """Of ``cache_write``, the tokens written for an hour (Anthropic's ``ttl: "1h"``)."""
+    compaction_input: int = 0
+    compaction_output: int = 0
+    """A server-side compaction's tokens (Anthropic's ``usage.iterations``), billed beside
+    the reply's and never part of its prompt."""
 
     @property
     def prompt(self) -> int:
@@ -103,6 +109,9 @@ class Usage:
             cache_read=self.cache_read,
             cache_write=self.cache_write,
             output=self.output,
+            cache_write_1h=self.cache_write_1h,
+            compaction_input=self.compaction_input,
+            compaction_output=self.compaction_output,
             model=model,
             message_id=message_id,
             side=side,

@@ -14,16 +14,28 @@ from condensate.providers import Endpoint, ModelName
 
 FALLBACK = 128_000
 
-# Longest prefix wins; figures are the providers' published windows.
+# Longest prefix wins. Each figure is what the provider's API accepts as a prompt, not what
+# a CLI's own catalog says: Codex 0.171.0's bundled catalog gives gpt-6.2-sol a 500,000-token
+# window (at most 872,000) and gpt-5.5 272,000, and Condensate replaces that catalog for the
+# threads it runs, so that Codex never compacts on its own.
 TABLE: tuple[tuple[str, int], ...] = (
+    # Anthropic's model overview pages: every 5.x model (Opus, Sonnet, Haiku, Fable,
+    # Mythos) has a 1,000,000-token window.
     ("claude-opus-5", 1_000_000),
     ("claude-sonnet-5", 1_000_000),
+    ("claude-haiku-5", 1_000_000),
+    ("claude-fable-5", 1_000_000),
+    ("claude-mythos-5", 1_000_000),
     ("claude-opus-4", 200_000),
     ("claude-sonnet-4", 200_000),
     ("claude-haiku-4", 200_000),
     ("claude-3", 200_000),
-    ("gpt-6", 272_000),
-    ("gpt-5.5", 272_000),
+    # OpenAI's model pages: a 1,050,000-token context of which at most 128,000 are output,
+    # so a prompt may hold 922,000 (gpt-6.2-sol, gpt-6-sol; the other GPT-6.x and GPT-5.6
+    # pages give 1,050,000 and 128,000; gpt-5.5's figures are secondary).
+    ("gpt-6", 922_000),
+    ("gpt-5.6", 922_000),
+    ("gpt-5.5", 922_000),
     ("gpt-5", 400_000),
     ("gpt-4.1", 1_047_576),
     ("gpt-4o", 128_000),

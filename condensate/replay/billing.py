@@ -1,4 +1,5 @@
-"""What model calls cost: ``Bill`` sums the tokens billed, ``Prices`` turns them into USD.
+"""What model calls cost: ``Bill`` sums the tokens billed, ``Prices`` turns them into USD,
+each call at the rates its own prompt pays (``condensate.prices``).
 
 Cost weights (Anthropic's price ratios to base input): uncached input 1.0, cache write 1.25,
 cache read 0.1. ``weighted_input`` is the sum of the three counts times their weights.
@@ -6,10 +7,11 @@ cache read 0.1. ``weighted_input`` is the sum of the three counts times their we
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from condensate.prices import Price, price_of
+from condensate.prices import Price, Tokens, price_of
 from condensate.providers.types import Usage
 
 WEIGHTS = {"uncached": 1.0, "cache_write": 1.25, "cache_read": 0.1}
@@ -20,11 +22,17 @@ Prices = Price
 """USD per million tokens by class (``condensate.prices``)."""
 
 
-def default_prices() -> Price:
-    """A replay's prices unless told otherwise: Claude Sonnet 4.5's list prices."""
-    sonnet = price_of("claude-sonnet-4-5")
-    assert sonnet is not None
-    return sonnet
+DEFAULT_MODEL = "claude-opus-5-5"
+"""What a replay is priced as when its recording's model has no price: the model Claude Code
+2.1.332 uses by default."""
+
+
+def default_prices(model: str = DEFAULT_MODEL, extra: Mapping[str, Price] | None = None) -> Price:
+    """A replay's prices unless told otherwise: the list price of ``model`` (the recording's;
+    ``extra``: ``CONDENSATE_PRICES``), else Claude Opus 5.5's."""
+    found = price_of(model, extra) or price_of(DEFAULT_MODEL)
+    assert found is not None
+    return found
 
 
 @dataclass
@@ -36,13 +44,20 @@ class Bill:
     cache_read: int = 0
     cache_write: int = 0
     output: int = 0
+    each: list[Tokens] = field(default_factory=list, repr=False)
+    """Every call's tokens: a price may depend on the call's prompt (a long-context tier),
+    so the sums alone cannot be priced."""
 
     def add(self, usage: Usage, output: int | None = None) -> None:
+        tokens = Tokens.of(usage)
+        if output is not None:
+            tokens = replace(tokens, output=output)
         self.calls += 1
-        self.uncached += usage.input
-        self.cache_read += usage.cache_read
-        self.cache_write += usage.cache_write
-        self.output += usage.output if output is None else output
+        self.uncached += tokens.input
+        self.cache_read += tokens.cache_read
+        self.cache_write += tokens.cache_write
+        self.output += tokens.output
+        self.each.append(tokens)
 
     def merged(self, other: Bill) -> Bill:
         return Bill(
@@ -51,6 +66,7 @@ class Bill:
             self.cache_read + other.cache_read,
             self.cache_write + other.cache_write,
             self.output + other.output,
+            self.each + other.each,
         )
 
     @property
@@ -66,12 +82,7 @@ class Bill:
         )
 
     def cost(self, prices: Prices) -> float:
-        return (
-            self.uncached * prices.input
-            + self.cache_read * prices.cache_read
-            + self.cache_write * prices.cache_write
-            + self.output * prices.output
-        ) / 1_000_000
+        return sum(tokens.cost(prices) for tokens in self.each)
 
     def to_json(self, prices: Prices) -> dict[str, Any]:
         return {

@@ -128,12 +128,8 @@ class Report:
             "window": self.window,
             "curator": self.curator,
             "weights": WEIGHTS,
-            "prices_usd_per_mtok": {
-                "input": self.config.prices.input,
-                "cache_read": self.config.prices.cache_read,
-                "cache_write": self.config.prices.cache_write,
-                "output": self.config.prices.output,
-            },
+            # Every field, tier included (null: billed as input, or no tier).
+            "prices_usd_per_mtok": self.config.prices.model_dump(mode="json"),
             "policies": {n: r.to_json(self.config.prices) for n, r in self.results.items()},
             "ratios": self.ratios(),
         }

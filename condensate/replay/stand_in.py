@@ -17,7 +17,7 @@ from condensate.projector import Entry, Projection
 from condensate.tiers import VERBATIM_HEADING
 
 FAKE_CURATOR = "fake"
-FAKE_CURATOR_MODEL = "claude-haiku-4-5"
+FAKE_CURATOR_MODEL = "claude-haiku-5-5"
 """The fake curator answers under its own model name, so its replies never meet the thread's
 (the fake's queues and prompt cache are per model). Its tokens are weighted like the thread's
 model, which overstates Condensate's cost when the real curator is a cheaper model."""

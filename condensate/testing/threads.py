@@ -49,7 +49,7 @@ class ThreadBuilder:
     engine: Engine = "api"
     head: bool = False
     baseline: int = 2_000
-    model: str = "anthropic:claude-sonnet-4-5"
+    model: str = "anthropic:claude-opus-5-5"
     thread_id: str = "t1"
     count: bool = False
     clock: datetime = EPOCH

@@ -106,8 +106,11 @@ function tokens(n) {
   return integer.format(n);
 }
 
-function dollars(usd) {
-  if (usd === null || usd === undefined) return "unpriced";
+// A cost, or for models without a price the one line that names them and the setting.
+function cost(usd, unpriced) {
+  if (usd === null || usd === undefined) {
+    return `no price for ${unpriced.join(", ")} (set CONDENSATE_PRICES)`;
+  }
   return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
 }
 
@@ -209,7 +212,7 @@ function fillRow(row, thread) {
     [thread.model, "mono"],
     [status, `status-${thread.status}`],
     [usageBar(thread), ""],
-    [dollars(thread.costs.usd), "number"],
+    [cost(thread.costs.usd, thread.costs.unpriced), "number"],
     [tokens(thread.costs.calls), "number"],
   ];
   contents.forEach(([content, className], i) => {
@@ -404,7 +407,7 @@ function renderCosts(thread) {
       ...["calls", "input", "cacheWrite", "cacheRead", "output"].map((key) =>
         element("td", { className: "number" }, tokens(sum[key])),
       ),
-      element("td", { className: "number" }, dollars(sum.usd)),
+      element("td", { className: "number" }, cost(sum.usd, [model || "(unnamed)"])),
     ),
   );
   const total = thread.costs;
@@ -417,7 +420,7 @@ function renderCosts(thread) {
       ...["input", "cacheWrite", "cacheRead", "output"].map((key) =>
         element("td", { className: "number" }, tokens(total.tokens[key])),
       ),
-      element("td", { className: "number" }, dollars(total.usd)),
+      element("td", { className: "number" }, cost(total.usd, total.unpriced)),
     ),
   );
   document.querySelector("#costs tbody").replaceChildren(...rows);

@@ -626,7 +626,8 @@ async def test_compact_preview_has_its_shape(
     assert body["ask"] is None
     assert body["requested"] is None
     preview = body["preview"]
-    assert set(preview) == {"microcompact", "collapse", "summary"}
+    assert set(preview) == {"microcompact", "collapse", "summary", "model", "unpriced"}
+    assert preview["unpriced"] == []
     assert set(preview["microcompact"]) == {"freed", "receipts", "cost"}
     assert isinstance(preview["microcompact"]["freed"], int)
     assert isinstance(preview["microcompact"]["receipts"], list)

@@ -361,7 +361,7 @@ async def test_compact_json_prints_the_preview(daemon: DaemonProcess, thread: st
     assert code == 0, err
     data = json.loads(out)
     assert set(data) == {"ask", "requested", "preview", "usage"}
-    assert set(data["preview"]) == {"microcompact", "collapse", "summary"}
+    assert set(data["preview"]) == {"microcompact", "collapse", "summary", "model", "unpriced"}
 
 
 async def test_compact_decline_with_nothing_pending_fails(

@@ -62,6 +62,18 @@ def test_config_says_where_each_setting_came_from(tmp_path: Path):
     assert "CONDENSATE_CLAUDE_BINARY" in rows  # an engine's settings too
 
 
+def test_the_old_name_of_the_prices_setting_shows_as_the_new_one(tmp_path: Path):
+    """``CONDENSATE_MODEL_PRICES`` (the old name) is read as ``CONDENSATE_PRICES``, shown
+    under the new name, and not warned about as a misspelling."""
+    given = '{"gpt-7": {"input": 1, "output": 2}}'
+    done = run(tmp_path, "config", "--json", CONDENSATE_MODEL_PRICES=given)
+    assert done.returncode == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)["settings"]}
+    assert rows["CONDENSATE_PRICES"]["source"] == "environment"
+    assert "CONDENSATE_MODEL_PRICES" not in rows
+    assert "not a Condensate setting" not in done.stderr
+
+
 def test_config_set_writes_the_file_the_daemon_reads(tmp_path: Path):
     """``config set`` writes a private file; a value a setting cannot take is refused in one
     sentence and the file is left as it was."""

@@ -112,7 +112,8 @@ async def test_model_calls_tokens_and_cost_agree_with_the_threads_costs(
     """A thread of two model calls: the calls, the tokens of each class and the cost counted
     under its engine and model are its costs as ``GET /threads/:id`` reports them, and the
     native loop's call latency histogram counted both calls."""
-    model = "claude-sonnet-4-5-metrics-calls"
+    # A dated snapshot's name: priced as Sonnet 4.5, with a queue of its own on the fake.
+    model = "claude-sonnet-4-5-20260101"
     (tmp_path / "a.txt").write_text("hello\n")
     fake.queue(ToolCalls([Call("read", {"path": "a.txt"})]), Text("done"), model=model)
     before = await scrape(session, daemon)

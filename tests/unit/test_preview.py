@@ -12,7 +12,7 @@ from condensate.curator import SYSTEM_PROMPT
 from condensate.events import ThinkingBlock
 from condensate.planner import PlannerSettings
 from condensate.preview import Preview, Pricing, preview
-from condensate.prices import price_of
+from condensate.prices import LongContext, Price, price_of
 from condensate.testing.threads import ThreadBuilder
 from condensate.tokens import estimate
 from tests.unit.test_planner import usage
@@ -140,3 +140,39 @@ def test_the_json_names_every_figure(tier: str):
     assert cost["rewriteUsd"] == round(cost["rewrittenTokens"] * 3.75 / 1_000_000, 6)
     assert cost["savedPerCallUsd"] == round(cost["freed"] * 0.30 / 1_000_000, 6)
     assert ("curator" in cost) == (tier == "summary")
+
+
+def test_an_openai_model_without_a_write_price_rewrites_at_its_input_price():
+    """Before GPT-5.6 OpenAI bills no cache writes: the prefix written again after a cut is
+    ordinary input (gpt-5.5: $5 a million), not "no price"."""
+    b = thread()
+    gpt = Pricing("openai:gpt-5.5", price_of("gpt-5.5"), "openai:gpt-5.5", None, 4_000)
+    cost = preview(b.view, usage(b), PlannerSettings(), gpt).microcompact
+    assert cost.rewrite_usd == round(cost.rewritten * 5 / 1_000_000, 6)
+
+
+def test_a_cut_below_a_long_context_tier_prices_the_rewrite_at_the_short_rates():
+    """The next call's prompt (now less what the cut frees) decides the rewrite's rates;
+    what each later call saves is read at the rates the prompt pays now."""
+    b = thread()
+    now = usage(b).measured
+    tiered = Price(
+        input=1,
+        output=1,
+        cache_read=0.1,
+        cache_write=1.25,
+        long_context=LongContext(above=now - 1, input=2, output=1),
+    )
+    pricing = Pricing("m", tiered, "m", tiered, 4_000)
+    cost = preview(b.view, usage(b), PlannerSettings(), pricing).microcompact
+    assert cost.rewrite_usd == round(cost.rewritten * 1.25 / 1_000_000, 6)
+    assert cost.saved_per_call_usd == round(cost.freed * 0.2 / 1_000_000, 6)
+
+
+def test_a_thread_that_writes_for_an_hour_rewrites_at_the_one_hour_price():
+    """Anthropic bills a one-hour write at 2x input: a thread whose calls write for an hour
+    pays Sonnet 4.5's $6, not $3.75, to write the prefix again."""
+    b = thread()
+    hourly = replace(PRICING, one_hour_writes=True)
+    cost = preview(b.view, usage(b), PlannerSettings(), hourly).microcompact
+    assert cost.rewrite_usd == round(cost.rewritten * 6.0 / 1_000_000, 6)

@@ -196,6 +196,30 @@ def test_window_sources_in_order():
     assert resolve(name, {}, listing).resolved
 
 
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        ("claude-opus-5-5", 1_000_000),
+        ("claude-sonnet-5-5", 1_000_000),
+        ("claude-haiku-5-5", 1_000_000),
+        ("claude-fable-5-2", 1_000_000),
+        ("gpt-6.2-sol", 922_000),
+        ("gpt-6.1-terra", 922_000),
+        ("gpt-5.6-sol", 922_000),
+        ("gpt-5.5", 922_000),
+        ("gpt-5-mini", 400_000),
+    ],
+)
+def test_todays_models_have_the_window_their_api_accepts(model, window):
+    """Claude 5.x models take 1,000,000 tokens; OpenAI's GPT-5.5 and later a 922,000-token
+    prompt (1,050,000 less 128,000 of output), not the Codex catalog's smaller figures."""
+    name = (
+        ModelName("anthropic", model) if model.startswith("claude") else ModelName("openai", model)
+    )
+    known = resolve(name, {})
+    assert (known.tokens, known.resolved) == (window, True)
+
+
 def test_sse_events_and_data_lines():
     """Named events, multi-line data, comments and CRLF endings parse into events."""
     parser = SSEParser()

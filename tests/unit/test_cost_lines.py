@@ -1,0 +1,58 @@
+"""Where the command line shows a cost (``condensate status``, ``threads``, ``chat``'s status
+line, ``compact``'s preview), a model without a price is one line that names it and the
+setting that prices it, never "price unknown"."""
+
+from __future__ import annotations
+
+from condensate.cli.output import compaction_lines, cost_text
+from condensate.planner import PlannerSettings
+from condensate.preview import Pricing, preview
+from condensate.prices import price_of
+from tests.unit.test_planner import usage
+from tests.unit.test_preview import thread
+
+NO_PRICE = "no price for claude-foo-9 (set CONDENSATE_PRICES)"
+
+
+def test_a_threads_cost_is_dollars_and_calls():
+    """A priced thread shows its cost and its calls."""
+    costs = {"usd": 0.01234, "calls": 3, "unpriced": []}
+    assert cost_text(costs) == "$0.0123 (3 calls)"
+
+
+def test_a_thread_on_an_unpriced_model_shows_the_no_price_line():
+    """The cost is the one line naming the model and CONDENSATE_PRICES."""
+    costs = {"usd": None, "calls": 3, "unpriced": ["claude-foo-9"]}
+    assert cost_text(costs) == NO_PRICE
+
+
+def shown(pricing: Pricing) -> list[str]:
+    """``condensate compact``'s lines for a thread, as the API answers them."""
+    b = thread()
+    answer = preview(b.view, usage(b), PlannerSettings(), pricing).as_answer().dump()
+    return compaction_lines(
+        {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer}
+    )
+
+
+def test_a_preview_on_an_unpriced_model_names_it_where_each_cost_would_be():
+    """Each tier's cost and the curator's say "no price for …" once each, and the API lists
+    the model as unpriced."""
+    b = thread()
+    unpriced = Pricing("claude-foo-9", None, "claude-foo-9", None, 4_000)
+    answer = preview(b.view, usage(b), PlannerSettings(), unpriced).as_answer().dump()
+    assert answer["unpriced"] == ["claude-foo-9"]
+    lines = shown(unpriced)
+    tiers = [line for line in lines if "would" in line]
+    assert len(tiers) == 3
+    assert all(NO_PRICE in line for line in tiers)
+    assert not any("price unknown" in line or "$" in line for line in lines)
+
+
+def test_a_priced_preview_shows_dollars_and_an_unpriced_curator_its_line():
+    """The thread's model priced, its curator not: the tiers show dollars, the summary's
+    curator call the no-price line."""
+    priced = Pricing("claude-opus-5-5", price_of("claude-opus-5-5"), "claude-foo-9", None, 4_000)
+    (summary,) = [line for line in shown(priced) if line.startswith("summary")]
+    assert "$" in summary
+    assert summary.endswith(NO_PRICE)
