@@ -12,18 +12,20 @@ from typing import Any
 from aiohttp import web
 
 from condensate.testing.fake_model._accounting import responses_blocks
+from condensate.testing.fake_model._errors import BadRequest
 from condensate.testing.fake_model._openai import (
     CONTEXT_WINDOW_MESSAGE,
+    cache_details,
     context_exceeded,
     error_response,
     fail_response,
+    priced,
     request_id,
 )
 from condensate.testing.fake_model._script import Fail, Html, Raw, Text, ToolCalls
 from condensate.testing.fake_model._state import Turn
 from condensate.testing.fake_model._wire import (
     STATE,
-    BadRequest,
     EventStream,
     Frame,
     Pace,
@@ -121,7 +123,7 @@ def _usage(turn: Turn, reply: Text | ToolCalls) -> dict[str, Any]:
     output = output_tokens(turn, reply)
     return {
         "input_tokens": bill.total,
-        "input_tokens_details": {"cached_tokens": bill.cache_read},
+        "input_tokens_details": cache_details(turn.model, bill),
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": reasoning_tokens(turn.model, reply)},
         "total_tokens": bill.total + output,
@@ -139,7 +141,8 @@ async def responses(request: web.Request) -> web.StreamResponse:
     except BadRequest as exc:
         record(request, "openai", "responses", body, status=400, reply="invalid")
         return error_response(400, message=str(exc))
-    turn = request.app[STATE].begin(model, responses_blocks(body))
+    state = request.app[STATE]
+    turn = state.begin(model, priced(state, model, body, responses_blocks(body)))
     streaming = bool(body.get("stream"))
     if turn.refusal is not None:
         if streaming and turn.refusal.mode == "stream":
