@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 from condensate.testing.fake_model._accounting import canonical_json, content_text, count_text
@@ -92,7 +92,7 @@ def make_part(
     block: Mapping[str, Any],
     first: bool,
 ) -> Part:
-    label = {"tools": "tools: ", "system": "system: ", "messages": f"{role}: "}[section]
+    label = _label(section, role)
     text = canonical_json(block) if section == "tools" else content_text([block])
     overhead = count_text(model, label) if first else 0
     return Part(
@@ -167,6 +167,27 @@ def anthropic_parts(body: Mapping[str, Any], model: str) -> list[Part]:
                 )
             )
     return parts
+
+
+def settle(model: str, parts: Sequence[Part]) -> list[Part]:
+    """``parts`` with the section or role label counted on the first part of each section and
+    message again, after blocks were taken out."""
+    settled: list[Part] = []
+    for part in parts:
+        before = settled[-1] if settled else None
+        first = before is None or (before.section, before.message) != (part.section, part.message)
+        settled.append(part if first == part.first else _relabelled(model, part, first))
+    return settled
+
+
+def _relabelled(model: str, part: Part, first: bool) -> Part:
+    label = count_text(model, _label(part.section, part.role)) if first else 0
+    tokens = part.tokens - part.overhead + label
+    return replace(part, first=first, overhead=label, tokens=tokens)
+
+
+def _label(section: Section, role: str | None) -> str:
+    return {"tools": "tools: ", "system": "system: ", "messages": f"{role}: "}[section]
 
 
 def total_tokens(parts: Sequence[Part]) -> int:

@@ -15,7 +15,7 @@ from condensate.testing.fake_model._caching import anthropic_key, breakpoints
 from condensate.testing.fake_model._context import apply_edits, carried, compaction_asked, edits_of
 from condensate.testing.fake_model._errors import BadRequest
 from condensate.testing.fake_model._models import min_cacheable, runs_thinking_check
-from condensate.testing.fake_model._parts import Part, anthropic_parts, total_tokens
+from condensate.testing.fake_model._parts import Part, anthropic_parts, settle, total_tokens
 from condensate.testing.fake_model._state import Details, FakeState, Priced, ThinkingOutcome
 from condensate.testing.fake_model._thinking import (
     BINDING_BETA,
@@ -103,14 +103,12 @@ def prepare(state: FakeState, body: Mapping[str, Any], headers: Mapping[str, str
         thinking_on=thinking_on,
         carried=carrying,
     )
-    read = [
-        _billed(state, part)
-        for part in sent
-        if not (part.is_thinking and part.path in outcome.dropped_paths)
-    ]
+    kept = [p for p in sent if not (p.is_thinking and p.path in outcome.dropped_paths)]
+    read = settle(model, [_billed(state, part) for part in kept])
     applied = None
     if edits is not None:
         read, applied = apply_edits(model, read, edits)
+        read = settle(model, read)
     return Prepared(
         model,
         betas,
