@@ -388,3 +388,16 @@ async def test_the_prompt_cache_key_separates_entries(fake, session):
     same = await respond(session, fake, responses_body(GPT, say("hi"), prompt_cache_key="a"))
     assert cached(other) == 0
     assert cached(same) > 0
+
+
+async def test_the_clock_moves_over_http(fake, session):
+    """``POST /_fake/clock {"advance": seconds}`` moves the clock the cache lifetimes run on,
+    as ``FakeModelServer.advance`` does, for a test in another process."""
+    request = body([marked("List the files.")])
+    await messages(session, fake, request)
+    status, moved, _ = await post(session, f"{fake.url}/_fake/clock", {"advance": 301})
+    usage = (await messages(session, fake, request))["usage"]
+    bad, _, _ = await post(session, f"{fake.url}/_fake/clock", {"advance": -1})
+    assert (status, moved["offset"]) == (200, 301)
+    assert usage["cache_read_input_tokens"] == 0
+    assert bad == 400

@@ -458,3 +458,13 @@ async def test_a_model_without_the_check_is_not_checked(fake, session):
     messages[0]["content"][0]["text"] = "Something else."
     status, _ = await send(session, fake, request(messages, model="claude-sonnet-4-5"))
     assert status == 200
+
+
+async def test_the_default_thinking_length_is_configurable(fake, session):
+    """``thinking_tokens`` (``POST /_fake/config``) sets about how many tokens of thinking a
+    reply without scripted thinking carries, billed as output."""
+    status, config, _ = await post(session, f"{fake.url}/_fake/config", {"thinking_tokens": 1000})
+    fake.queue(Text("a"))
+    _, reply = await send(session, fake, request([user("hi")]))
+    assert (status, config["thinking_tokens"]) == (200, 1000)
+    assert 900 < reply["usage"]["output_tokens"] < 1100

@@ -26,7 +26,7 @@ from typing import Any
 
 from condensate.testing.fake_model._errors import BadRequest
 from condensate.testing.fake_model._models import keeps_all_thinking
-from condensate.testing.fake_model._parts import Part, total_tokens
+from condensate.testing.fake_model._parts import Part, settle, total_tokens
 from condensate.testing.fake_model._thinking import Carried, PrefixPart
 
 COMPACT_BETA = "compact-2026-09-04"
@@ -110,7 +110,7 @@ def _clear_thinking(
     cleared = set(turns[: max(0, len(turns) - _value(keep, 1))])
     if not cleared:
         return parts, None
-    kept = [p for p in parts if not (p.is_thinking and p.message in cleared)]
+    kept = settle(model, [p for p in parts if not (p.is_thinking and p.message in cleared)])
     entry = {
         "type": CLEAR_THINKING,
         "cleared_thinking_turns": len(cleared),

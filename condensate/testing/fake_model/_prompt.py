@@ -108,7 +108,6 @@ def prepare(state: FakeState, body: Mapping[str, Any], headers: Mapping[str, str
     applied = None
     if edits is not None:
         read, applied = apply_edits(model, read, edits)
-        read = settle(model, read)
     return Prepared(
         model,
         betas,
