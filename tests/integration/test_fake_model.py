@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 
 from condensate.testing.fake_model import (
+    REAL_WINDOWS,
     Broken,
     Call,
     Cut,
@@ -939,3 +940,38 @@ def test_in_thread_serves_sync_code():
         assert fake.requests == []
     with pytest.raises(ConnectionRefusedError):
         _post_sync(f"{url}/v1/messages", anthropic_body([user("hi")]))
+
+
+async def test_the_default_listing_names_todays_models(fake, http):
+    """``GET /v1/models`` lists today's models (the pinned CLIs' defaults and their neighbours)
+    beside the older ones tests use."""
+    async with http.get(f"{fake.url}/v1/models") as response:
+        listed = {m["id"] for m in (await response.json())["data"]}
+    today = {
+        "claude-opus-5-5",
+        "claude-sonnet-5-5",
+        "claude-haiku-5-5",
+        "claude-fable-5-2",
+        "gpt-5.5",
+        "gpt-5.6-sol",
+        "gpt-6.2-sol",
+    }
+    assert today <= listed
+    assert {"claude-sonnet-4-5", "claude-haiku-4-5", "gpt-5-mini"} <= listed
+
+
+async def test_real_windows_are_there_to_pass(http):
+    """``REAL_WINDOWS`` holds the models' real windows (Claude 5.x 1,000,000 tokens; gpt-5.5
+    1,050,000 at the API); passed as ``windows=``, they replace the default window for those
+    models only."""
+    async with FakeModelServer(window=1_000, windows=REAL_WINDOWS) as fake:
+        async with http.get(f"{fake.url}/v1/models") as response:
+            limits = {m["id"]: m.get("max_model_len") for m in (await response.json())["data"]}
+        prompt = [user("word " * 2_000)]
+        refused, _, _ = await post(http, f"{fake.url}/v1/messages", anthropic_body(prompt))
+        answered, _, _ = await post(
+            http, f"{fake.url}/v1/messages", anthropic_body(prompt, model="claude-opus-5-5")
+        )
+    assert limits["gpt-5.5"] == 1_050_000
+    assert limits["claude-opus-5-5"] == 1_000_000
+    assert (refused, answered) == (400, 200)
