@@ -15,6 +15,8 @@ It keeps the vendors' documented rules a context manager must respect:
   thinking on carries a signed block; a later request's blocks must keep their prefix and
   their order, else a 400 (or, with ``drop_block``, the blocks are dropped); a block the model
   cannot read is dropped silently; lost thinking is re-created at an output cost.
+- Reasoning items on the Responses API (``_reasoning``): from GPT-5.6 on, one sent back after a
+  change to what came before it is dropped silently and re-created at an output cost.
 - Context editing and on-demand compaction (``_context``). Threshold compaction
   (``compact_20260112``) is out of scope: a request asking for it is refused with a 400 that
   says the fake does not implement it.

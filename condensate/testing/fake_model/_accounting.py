@@ -69,31 +69,42 @@ def _preamble(*parts: tuple[str, Any]) -> str:
     return "\n".join(f"{name}: {text}" for name, text in parts if text)
 
 
-def responses_blocks(body: Mapping[str, Any]) -> list[str]:
-    """Instructions and tools, then each input item; reasoning items are not counted."""
+def responses_preamble(body: Mapping[str, Any]) -> str:
+    """The instructions and tools of a Responses request, as one block."""
     tools = body.get("tools")
     instructions = body.get("instructions")
-    blocks = [_preamble(("instructions", instructions), ("tools", tools and canonical_json(tools)))]
+    return _preamble(("instructions", instructions), ("tools", tools and canonical_json(tools)))
+
+
+def responses_items(body: Mapping[str, Any]) -> list[Any]:
+    """The input items of a Responses request; a string input is one user message."""
     items = body.get("input")
     if isinstance(items, str):
-        return [*blocks, f"user: {items}"]
-    for item in items or []:
-        if not isinstance(item, Mapping):
-            blocks.append(canonical_json(item))
-            continue
-        kind = item.get("type", "message")
-        if kind == "message":
-            blocks.append(f"{item.get('role')}: {content_text(item.get('content'))}")
-        elif kind == "reasoning":
-            continue
-        elif kind in ("function_call", "custom_tool_call"):
-            raw = item.get("arguments") if kind == "function_call" else item.get("input")
-            blocks.append(f"{kind} {item.get('name')}: {raw}")
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            blocks.append(f"{kind}: {content_text(item.get('output'))}")
-        else:
-            blocks.append(canonical_json(item))
-    return blocks
+        return [{"type": "message", "role": "user", "content": items}]
+    return list(items or [])
+
+
+def responses_item_text(item: Any) -> str | None:
+    """An input item's canonical text; ``None`` for a reasoning item, which is not counted."""
+    if not isinstance(item, Mapping):
+        return canonical_json(item)
+    kind = item.get("type", "message")
+    if kind == "message":
+        return f"{item.get('role')}: {content_text(item.get('content'))}"
+    if kind == "reasoning":
+        return None
+    if kind in ("function_call", "custom_tool_call"):
+        raw = item.get("arguments") if kind == "function_call" else item.get("input")
+        return f"{kind} {item.get('name')}: {raw}"
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        return f"{kind}: {content_text(item.get('output'))}"
+    return canonical_json(item)
+
+
+def responses_blocks(body: Mapping[str, Any]) -> list[str]:
+    """Instructions and tools, then each input item; reasoning items are not counted."""
+    texts = (responses_item_text(item) for item in responses_items(body))
+    return [responses_preamble(body), *(t for t in texts if t is not None)]
 
 
 def chat_blocks(body: Mapping[str, Any]) -> list[str]:

@@ -218,11 +218,23 @@ def keeps_all_thinking(model: str) -> bool:
 _GPT_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?(?:-|$)")
 
 
-def bills_cache_writes(model: str) -> bool:
-    """Whether an OpenAI model is of the GPT-5.6 family or later: "For GPT-5.6 models and later
-    model families, cache writes cost 1.25x the uncached input token rate"
-    (https://developers.openai.com/api/docs/guides/prompt-caching)."""
+def _gpt_5_6_or_later(model: str) -> bool:
     match = _GPT_VERSION.match(model)
     if match is None:
         return False
     return (int(match.group(1)), int(match.group(2) or 0)) >= (5, 6)
+
+
+def bills_cache_writes(model: str) -> bool:
+    """Whether an OpenAI model is of the GPT-5.6 family or later: "For GPT-5.6 models and later
+    model families, cache writes cost 1.25x the uncached input token rate"
+    (https://developers.openai.com/api/docs/guides/prompt-caching)."""
+    return _gpt_5_6_or_later(model)
+
+
+def drops_stale_reasoning(model: str) -> bool:
+    """Whether an OpenAI model drops reasoning items that follow a prefix change: "Starting
+    with newer frontier models, the API will drop reasoning items that follow a prefix change"
+    (https://developers.openai.com/api/docs/guides/keep-prefix-unchanged.md). Which models
+    those are is not documented: assumed, the GPT-5.6 family and later."""
+    return _gpt_5_6_or_later(model)

@@ -16,6 +16,7 @@ from condensate.testing.fake_model._accounting import DEFAULT_WINDOW, Bill, Wind
 from condensate.testing.fake_model._caching import AnthropicCache, OpenAICache
 from condensate.testing.fake_model._context import CompactionLedger
 from condensate.testing.fake_model._models import DEFAULT_MODELS
+from condensate.testing.fake_model._reasoning import ReasoningLedger
 from condensate.testing.fake_model._script import (
     Fail,
     Html,
@@ -250,6 +251,7 @@ class FakeState:
         self.openai_cache = OpenAICache()
         self.thinking = ThinkingLedger()
         self.compactions = CompactionLedger()
+        self.reasoning = ReasoningLedger()
         self._lock = threading.Lock()
         self._log: list[RecordedRequest] = []
         self._generations = 0
@@ -336,6 +338,7 @@ class FakeState:
         self.openai_cache.clear()
         self.thinking.clear()
         self.compactions.clear()
+        self.reasoning.clear()
         with self._lock:
             self._log.clear()
             self._generations = 0
