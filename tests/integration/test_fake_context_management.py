@@ -378,3 +378,14 @@ async def test_turns_kept_after_a_compaction_keep_their_thinking(fake, session):
     assert status == 200
     assert fake.requests[-1].thinking.checked == 2
     assert fake.requests[-1].thinking.dropped == ()
+
+
+async def test_keeping_no_thinking_turns_is_refused(fake, session):
+    """``keep: {"type": "thinking_turns", "value": N}``: "N must be > 0" (EDITING); the 400's
+    wording is the fake's."""
+    keep_none = {"type": CLEAR_THINKING, "keep": {"type": "thinking_turns", "value": 0}}
+    status, error = await send(
+        session, fake, body([user("hi")], context_management=edits(keep_none))
+    )
+    assert status == 400
+    assert error["error"]["message"].endswith("N must be > 0")

@@ -468,3 +468,17 @@ async def test_the_default_thinking_length_is_configurable(fake, session):
     _, reply = await send(session, fake, request([user("hi")]))
     assert (status, config["thinking_tokens"]) == (200, 1000)
     assert 900 < reply["usage"]["output_tokens"] < 1100
+
+
+async def test_an_explicit_error_behaves_as_the_default(fake, session):
+    """ "`"error"` (the default): the API rejects the request with a 400
+    `invalid_request_error` that names the first failing block" (OVERVIEW): set explicitly,
+    with the header, a failed check is still refused."""
+    messages = await converse(session, fake, 1)
+    messages[0]["content"][0]["text"] = "Count the folders."
+    thinking = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "error"}}
+    status, error = await send(
+        session, fake, request(messages, thinking=thinking), **{"anthropic-beta": BETA}
+    )
+    assert status == 400
+    assert error["error"]["message"].startswith(f"messages.1.content.0: {BOUND} Content")
