@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -224,17 +225,9 @@ def _signed(
     return {"type": "thinking", "thinking": shown, "signature": signature}
 
 
-def _extras(prepared: Prepared, message: dict[str, Any]) -> dict[str, Any]:
-    """The fields the request's betas and context management add to a reply."""
-    if BINDING_BETA in prepared.betas:
-        message["input_transformations"] = [d.to_json() for d in prepared.outcome.dropped]
-    if prepared.applied_edits is not None:
-        message["context_management"] = {"applied_edits": prepared.applied_edits}
-    return message
-
-
 def _iterations(prepared: Prepared, usage: dict[str, Any]) -> dict[str, Any]:
-    """ "With the compaction beta enabled, every response includes `usage.iterations`"."""
+    """With the compaction beta "every response includes `usage.iterations`" (on-demand
+    compaction); one ``message`` entry when no compaction ran."""
     if COMPACT_BETA in prepared.betas and "iterations" not in usage:
         entry = {
             "type": "message",
@@ -243,6 +236,37 @@ def _iterations(prepared: Prepared, usage: dict[str, Any]) -> dict[str, Any]:
         }
         usage["iterations"] = [entry]
     return usage
+
+
+def _too_long(turn: Turn) -> web.Response:
+    assert turn.refusal is not None
+    text = f"prompt is too long: {turn.refusal.tokens} tokens > {turn.refusal.limit} maximum"
+    return error_response(400, message=text)
+
+
+def _message(
+    prepared: Prepared,
+    turn: Turn,
+    content: list[dict[str, Any]],
+    stop_reason: str,
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    """The reply, with the fields the request's betas and context management add."""
+    message: dict[str, Any] = {
+        "id": f"msg_fake{turn.number:06d}",
+        "type": "message",
+        "role": "assistant",
+        "model": prepared.model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    if BINDING_BETA in prepared.betas:
+        message["input_transformations"] = [d.to_json() for d in prepared.outcome.dropped]
+    if prepared.applied_edits is not None:
+        message["context_management"] = {"applied_edits": prepared.applied_edits}
+    return message
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
@@ -255,51 +279,22 @@ async def messages(request: web.Request) -> web.StreamResponse:
     except BadRequest as exc:
         record(request, "anthropic", "messages", body, status=400, reply="invalid")
         return error_response(400, message=str(exc))
-    details = prepared.details()
+    log = partial(record, request, "anthropic", "messages", body, details=prepared.details())
     if prepared.refusal is not None:
-        record(
-            request,
-            "anthropic",
-            "messages",
-            body,
-            status=400,
-            reply="invalid",
-            model=model,
-            input_tokens=prepared.tokens,
-            details=details,
-        )
+        log(status=400, reply="invalid", model=model, input_tokens=prepared.tokens)
         return error_response(400, message=prepared.refusal)
     if prepared.summarize:
         return await _compaction(request, state, body, prepared)
     turn = state.begin(model, price(state, body, prepared))
     if turn.refusal is not None:
-        record(
-            request,
-            "anthropic",
-            "messages",
-            body,
-            status=400,
-            reply=turn.kind,
-            turn=turn,
-            details=details,
-        )
-        text = f"prompt is too long: {turn.refusal.tokens} tokens > {turn.refusal.limit} maximum"
-        return error_response(400, message=text)
+        log(status=400, reply=turn.kind, turn=turn)
+        return _too_long(turn)
     plan = turn.plan
     assert plan is not None
     reply = plan.body
     if isinstance(reply, Fail | Html | Raw):
         status = reply.status if isinstance(reply, Fail) else special_status(reply)
-        record(
-            request,
-            "anthropic",
-            "messages",
-            body,
-            status=status,
-            reply=turn.kind,
-            turn=turn,
-            details=details,
-        )
+        log(status=status, reply=turn.kind, turn=turn)
         if isinstance(reply, Fail):
             return error_response(reply.status, reply.error_type, reply.message, reply.retry_after)
         headers = {"request-id": _request_id()}
@@ -317,30 +312,10 @@ async def messages(request: web.Request) -> web.StreamResponse:
     if plan.output_tokens is None:
         output += prepared.outcome.rethink_tokens
     usage = _iterations(prepared, usage_json(turn.reported(), output))
-    record(
-        request,
-        "anthropic",
-        "messages",
-        body,
-        status=200,
-        reply=turn.kind,
-        turn=turn,
-        usage=usage,
-        details=details,
-    )
+    log(status=200, reply=turn.kind, turn=turn, usage=usage)
     calls = reply.calls if isinstance(reply, ToolCalls) else []
     stop_reason = "max_tokens" if cut else "tool_use" if calls else "end_turn"
-    message = {
-        "id": f"msg_fake{turn.number:06d}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": content,
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-    message = _extras(prepared, message)
+    message = _message(prepared, turn, content, stop_reason, usage)
     if body.get("stream"):
         raw = {call_id("toolu", turn, i, c): arguments_json(c) for i, c in enumerate(calls)}
         return await _stream(request, turn, message, raw)
@@ -353,58 +328,27 @@ async def _compaction(
 ) -> web.StreamResponse:
     """One signed ``compaction`` block summarizing every message, ``stop_reason``
     "compaction"; its cost is in ``usage.iterations``, the top-level counts are 0."""
-    model = prepared.model
-    turn = state.begin(model, price(state, body, prepared), summary=default_summary(body))
-    details = prepared.details()
+    log = partial(record, request, "anthropic", "messages", body, details=prepared.details())
+    turn = state.begin(prepared.model, price(state, body, prepared), summary=default_summary(body))
     if turn.refusal is not None:
-        record(
-            request,
-            "anthropic",
-            "messages",
-            body,
-            status=400,
-            reply=turn.kind,
-            turn=turn,
-            details=details,
-        )
-        text = f"prompt is too long: {turn.refusal.tokens} tokens > {turn.refusal.limit} maximum"
-        return error_response(400, message=text)
+        log(status=400, reply=turn.kind, turn=turn)
+        return _too_long(turn)
     assert turn.plan is not None
     assert isinstance(turn.plan.body, Text)
     summary = turn.plan.body.text
     covered = tuple(p.digest for p in prepared.sent if not p.is_thinking)
-    signature = state.compactions.issue(Summary(summary, covered))
-    block = {"type": "compaction", "content": summary, "signature": signature}
-    usage = usage_json(Bill(0), 0)
-    usage["iterations"] = [
-        {
-            "type": "compaction",
-            "input_tokens": turn.bill.total,
-            "output_tokens": count_text(model, summary),
-        }
-    ]
-    record(
-        request,
-        "anthropic",
-        "messages",
-        body,
-        status=200,
-        reply=turn.kind,
-        turn=turn,
-        usage=usage,
-        details=details,
-    )
-    message = {
-        "id": f"msg_fake{turn.number:06d}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [block],
-        "stop_reason": "compaction",
-        "stop_sequence": None,
-        "usage": usage,
+    block = {
+        "type": "compaction",
+        "content": summary,
+        "signature": state.compactions.issue(Summary(summary, covered)),
     }
-    message = _extras(prepared, message)
+    usage = usage_json(Bill(0), 0)
+    written = count_text(prepared.model, summary)
+    usage["iterations"] = [
+        {"type": "compaction", "input_tokens": turn.bill.total, "output_tokens": written}
+    ]
+    log(status=200, reply=turn.kind, turn=turn, usage=usage)
+    message = _message(prepared, turn, [block], "compaction", usage)
     if body.get("stream"):
         return await _stream(request, turn, message, {})
     return await json_reply(request, turn.plan, message, {"request-id": _request_id()})
