@@ -90,11 +90,8 @@ from condensate.engines import installed, profile
 from condensate.planner import PlannerSettings
 from condensate.replay import WEIGHTS
 from condensate.testing.fake_model import Call, Reply, Text, ToolCalls, reply_to_json
-from condensate.testing.fake_model._accounting import (
-    anthropic_blocks,
-    count_blocks,
-    responses_blocks,
-)
+from condensate.testing.fake_model._accounting import count_blocks, responses_blocks
+from condensate.testing.fake_model._parts import anthropic_parts, total_tokens
 from condensate.tokens import bare_model
 from tests.integration.daemon import REPO, DaemonProcess, call
 
@@ -423,8 +420,9 @@ class Router:
         limit = self.windows.get(model)
         if limit is None or size <= limit:  # never more tokens than bytes
             return False
-        blocks = anthropic_blocks(body) if endpoint == "messages" else responses_blocks(body)
-        return sum(count_blocks(model, blocks)) > limit
+        if endpoint == "messages":
+            return total_tokens(anthropic_parts(body, model)) > limit
+        return sum(count_blocks(model, responses_blocks(body))) > limit
 
     def summary(self, body: Any, kind: str) -> Text:
         """The stand-in summary: the human messages seen, verbatim, the files read and the

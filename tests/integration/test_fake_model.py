@@ -1,5 +1,5 @@
 """The fake model server over real loopback HTTP: the Anthropic, Responses and Chat Completions
-wire shapes, cache accounting, window refusals, scripted replies, the control API, the request
+wire shapes, window refusals, scripted replies, the control API, the request
 log, the ``python -m`` entry point and the threaded runner."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 
 from condensate.testing.fake_model import (
+    REAL_WINDOWS,
     Broken,
     Call,
     Cut,
@@ -38,6 +39,7 @@ from condensate.testing.fake_model import (
     reply_from_json,
     reply_to_json,
 )
+from tests.integration.fake_api import events, post, usage_sum, user
 
 CLAUDE = "claude-sonnet-4-5"
 GPT = "gpt-5.5"
@@ -81,111 +83,6 @@ def anthropic_body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, An
         "messages": messages,
         **extra,
     }
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
-
-
-def events(text: str) -> list[tuple[str | None, Any]]:
-    """Parses an SSE body into (event name, decoded data) pairs."""
-    parsed = []
-    for chunk in text.strip().split("\n\n"):
-        name, data = None, None
-        for line in chunk.splitlines():
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("data: "):
-                raw = line[6:]
-                data = raw if raw == "[DONE]" else json.loads(raw)
-        parsed.append((name, data))
-    return parsed
-
-
-async def post(
-    http: aiohttp.ClientSession, url: str, body: Any, **headers: str
-) -> tuple[int, Any, aiohttp.ClientResponse]:
-    async with http.post(url, json=body, headers=headers) as response:
-        text = await response.text()
-        is_json = response.content_type == "application/json"
-        return response.status, json.loads(text) if is_json else text, response
-
-
-def usage_sum(usage: dict[str, int]) -> int:
-    return (
-        usage["input_tokens"]
-        + usage["cache_creation_input_tokens"]
-        + usage["cache_read_input_tokens"]
-    )
-
-
-async def test_anthropic_cache_bills_the_repeated_prefix_as_read(fake, http):
-    """A second request that starts with the first is billed its prefix as cache read."""
-    first = anthropic_body([user("List the files.")])
-    _, one, _ = await post(http, f"{fake.url}/v1/messages", first)
-    history = [
-        user("List the files."),
-        {"role": "assistant", "content": [{"type": "text", "text": one["content"][0]["text"]}]},
-        {
-            "role": "user",
-            "content": [{"type": "text", "text": "Now read a.py", "cache_control": {"type": "x"}}],
-        },
-    ]
-    _, two, _ = await post(http, f"{fake.url}/v1/messages", anthropic_body(history))
-    _, counted, _ = await post(
-        http, f"{fake.url}/v1/messages/count_tokens", anthropic_body(history)
-    )
-
-    assert one["usage"]["cache_read_input_tokens"] == 0
-    assert two["usage"]["cache_read_input_tokens"] == usage_sum(one["usage"])
-    assert two["usage"]["cache_creation_input_tokens"] > 0
-    assert usage_sum(two["usage"]) == counted["input_tokens"] == fake.requests[1].input_tokens
-    log = fake.requests[1]
-    assert log.cache_read + log.cache_write + two["usage"]["input_tokens"] == log.input_tokens
-
-
-async def test_anthropic_input_tokens_is_the_last_message_only(fake, http):
-    """On a first request the last message is uncached input and the rest is cache creation."""
-    body = anthropic_body([user("one"), {"role": "assistant", "content": "two"}, user("three")])
-    _, reply, _ = await post(http, f"{fake.url}/v1/messages", body)
-    _, last_only, _ = await post(
-        http, f"{fake.url}/v1/messages/count_tokens", {"model": CLAUDE, "messages": [user("three")]}
-    )
-
-    assert reply["usage"]["input_tokens"] == last_only["input_tokens"]
-    assert reply["usage"]["cache_read_input_tokens"] == 0
-    assert usage_sum(reply["usage"]) == fake.requests[0].input_tokens
-
-
-async def test_openai_cached_tokens_cover_the_repeated_prefix(fake, http):
-    """Responses and Chat report the full prompt as input and the repeated prefix as cached."""
-    items = [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "hi"}]
-    _, one, _ = await post(http, f"{fake.url}/v1/responses", {"model": GPT, "input": items})
-    grown = [*items, *one["output"], {"role": "user", "content": "and now?"}]
-    _, two, _ = await post(http, f"{fake.url}/v1/responses", {"model": GPT, "input": grown})
-
-    assert one["usage"]["input_tokens_details"]["cached_tokens"] == 0
-    assert two["usage"]["input_tokens_details"]["cached_tokens"] == one["usage"]["input_tokens"]
-    assert two["usage"]["input_tokens"] == fake.requests[1].input_tokens
-    assert (
-        two["usage"]["total_tokens"] == two["usage"]["input_tokens"] + two["usage"]["output_tokens"]
-    )
-
-    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
-    url = f"{fake.url}/v1/chat/completions"
-    _, first, _ = await post(http, url, {"model": GPT, "messages": chat})
-    chat += [first["choices"][0]["message"], {"role": "user", "content": "more"}]
-    _, second, _ = await post(http, url, {"model": GPT, "messages": chat})
-    cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
-    assert cached == first["usage"]["prompt_tokens"] > 0
-
-
-async def test_the_cache_is_per_model(fake, http):
-    """The same prompt sent to another model is not a cache hit."""
-    body = anthropic_body([user("hello")])
-    await post(http, f"{fake.url}/v1/messages", body)
-    _, other, _ = await post(http, f"{fake.url}/v1/messages", {**body, "model": "claude-opus-4-5"})
-    assert other["usage"]["cache_read_input_tokens"] == 0
 
 
 async def test_anthropic_refuses_over_the_window_with_the_real_body(http):
@@ -326,6 +223,7 @@ async def test_anthropic_stream_has_the_accepted_event_sequence(fake, http):
         "input_tokens",
         "cache_creation_input_tokens",
         "cache_read_input_tokens",
+        "cache_creation",
         "output_tokens",
     }
     assert stream[2][1]["content_block"] == {"type": "thinking", "thinking": "", "signature": ""}
@@ -1042,3 +940,38 @@ def test_in_thread_serves_sync_code():
         assert fake.requests == []
     with pytest.raises(ConnectionRefusedError):
         _post_sync(f"{url}/v1/messages", anthropic_body([user("hi")]))
+
+
+async def test_the_default_listing_names_todays_models(fake, http):
+    """``GET /v1/models`` lists today's models (the pinned CLIs' defaults and their neighbours)
+    beside the older ones tests use."""
+    async with http.get(f"{fake.url}/v1/models") as response:
+        listed = {m["id"] for m in (await response.json())["data"]}
+    today = {
+        "claude-opus-5-5",
+        "claude-sonnet-5-5",
+        "claude-haiku-5-5",
+        "claude-fable-5-2",
+        "gpt-5.5",
+        "gpt-5.6-sol",
+        "gpt-6.2-sol",
+    }
+    assert today <= listed
+    assert {"claude-sonnet-4-5", "claude-haiku-4-5", "gpt-5-mini"} <= listed
+
+
+async def test_real_windows_are_there_to_pass(http):
+    """``REAL_WINDOWS`` holds the models' real windows (Claude 5.x 1,000,000 tokens; gpt-5.5
+    1,050,000 at the API); passed as ``windows=``, they replace the default window for those
+    models only."""
+    async with FakeModelServer(window=1_000, windows=REAL_WINDOWS) as fake:
+        async with http.get(f"{fake.url}/v1/models") as response:
+            limits = {m["id"]: m.get("max_model_len") for m in (await response.json())["data"]}
+        prompt = [user("word " * 2_000)]
+        refused, _, _ = await post(http, f"{fake.url}/v1/messages", anthropic_body(prompt))
+        answered, _, _ = await post(
+            http, f"{fake.url}/v1/messages", anthropic_body(prompt, model="claude-opus-5-5")
+        )
+    assert limits["gpt-5.5"] == 1_050_000
+    assert limits["claude-opus-5-5"] == 1_000_000
+    assert (refused, answered) == (400, 200)

@@ -251,6 +251,12 @@ def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
+def cached(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with a cache breakpoint on its last block, as Claude Code places one."""
+    *rest, last = message["content"]
+    return {**message, "content": [*rest, {**last, "cache_control": {"type": "ephemeral"}}]}
+
+
 def claude_body(messages: list[dict[str, Any]], *, stream: bool = True) -> dict[str, Any]:
     return {
         "model": CLAUDE,
@@ -613,11 +619,17 @@ async def test_each_messages_calls_usage_is_the_providers_count(
     served: Served, fake: FakeModelServer, http: aiohttp.ClientSession, stream: bool
 ) -> None:
     """Each model call logs one usage for its thread equal to what the provider billed:
-    uncached input, cache read, cache write and output, with the reply's message id."""
+    uncached input, cache read, cache write and output, with the reply's message id. (Each
+    request puts a cache breakpoint on its last block, past the model's minimum cacheable
+    length, so the provider reads the first from the cache.)"""
     grant = served.key()
-    first = [user("List the files.")]
+    first = [cached(user(f"List the files.\n{long_text()}"))]
     one = await post(http, served.anthropic(), claude_body(first, stream=stream), grant)
-    grown = [*first, {"role": "assistant", "content": "a.py b.py"}, user("Read a.py.")]
+    grown = [
+        user(f"List the files.\n{long_text()}"),
+        {"role": "assistant", "content": "a.py b.py"},
+        cached(user("Read a.py.")),
+    ]
     two = await post(http, served.anthropic(), claude_body(grown, stream=stream), grant)
 
     assert one.status == two.status == 200
@@ -643,9 +655,10 @@ async def test_each_responses_calls_usage_is_the_providers_count(
     served: Served, fake: FakeModelServer, http: aiohttp.ClientSession, stream: bool
 ) -> None:
     """A Responses call logs one usage whose input is the uncached part of the provider's
-    ``input_tokens`` and whose cache read is its ``cached_tokens``."""
+    ``input_tokens`` and whose cache read is its ``cached_tokens``. (The prompt is past the
+    1,024 tokens OpenAI caches from.)"""
     grant = served.bearer()
-    first = [user("List the files.")]
+    first = [user(f"List the files.\n{long_text()}")]
     one = await post(http, served.openai(), codex_body(first, stream=stream), grant)
     grown = [
         *first,
@@ -800,7 +813,13 @@ async def test_the_sessions_baseline_is_logged_once_after_its_first_reply(
     grown = [*first, {"role": "assistant", "content": reply["content"]}, user("And the tests?")]
     await post(http, served.anthropic(), claude_body(grown, stream=False), grant)
 
-    fixed = fake.requests[0].cache_write  # one message: all but it is the system and tools
+    async with http.post(
+        f"{fake.url}/v1/messages/count_tokens",
+        json={"model": CLAUDE, "messages": first},
+        headers={"x-api-key": REAL_KEY},
+    ) as counted:
+        message = (await counted.json())["input_tokens"]
+    fixed = fake.requests[0].input_tokens - message  # the system prompt and tools
     [(thread, baseline)] = served.recorder.baselines
     assert served.recorder.order == ["coming", "usage", "baseline", "coming", "usage"]
     assert thread == THREAD

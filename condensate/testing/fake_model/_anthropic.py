@@ -1,22 +1,36 @@
 """The Anthropic Messages API: ``POST /v1/messages`` (JSON, or SSE in the event order Claude Code
 accepted), ``POST /v1/messages/count_tokens`` and the Anthropic shape of ``GET /v1/models``.
-Errors use the real body ``{"type":"error","error":{...},"request_id":...}``.
+Errors use the real body ``{"type":"error","error":{...},"request_id":...}``. What the model
+reads of a request is ``_prompt``'s; this module renders the reply: a signed thinking block
+first (models that sign them, thinking on), ``input_transformations``, ``context_management``,
+``usage.iterations``, and the ``compaction`` block of an on-demand compaction.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
-from condensate.testing.fake_model._accounting import Bill, anthropic_blocks, count_blocks
+from condensate.testing.fake_model._accounting import Bill, count_text
+from condensate.testing.fake_model._context import COMPACT_BETA, Summary, default_summary
+from condensate.testing.fake_model._errors import BadRequest
+from condensate.testing.fake_model._models import runs_thinking_check
+from condensate.testing.fake_model._prompt import Prepared, prepare, price
 from condensate.testing.fake_model._script import Fail, Html, Raw, Text, ToolCalls
-from condensate.testing.fake_model._state import Turn
+from condensate.testing.fake_model._state import FakeState, Turn
+from condensate.testing.fake_model._thinking import (
+    BINDING_BETA,
+    Issued,
+    default_thinking,
+    prefix_of,
+)
 from condensate.testing.fake_model._wire import (
     STATE,
-    BadRequest,
     EventStream,
     Frame,
     Pace,
@@ -152,21 +166,22 @@ def _validate(body: Mapping[str, Any], *, generation: bool) -> str:
     return model
 
 
-def usage_json(bill: Bill, output: int) -> dict[str, int]:
+def usage_json(bill: Bill, output: int) -> dict[str, Any]:
     return {
         "input_tokens": bill.uncached,
         "cache_creation_input_tokens": bill.cache_write,
         "cache_read_input_tokens": bill.cache_read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": bill.cache_write_5m,
+            "ephemeral_1h_input_tokens": bill.cache_write_1h,
+        },
         "output_tokens": output,
     }
 
 
-def _blocks(turn: Turn, body: Text | ToolCalls) -> list[dict[str, Any]]:
+def _content(turn: Turn, body: Text | ToolCalls) -> list[dict[str, Any]]:
+    """The reply's blocks other than thinking: its text, then its tool calls."""
     blocks: list[dict[str, Any]] = []
-    if body.thinking is not None:
-        blocks.append(
-            {"type": "thinking", "thinking": body.thinking, "signature": _signature(turn)}
-        )
     if isinstance(body, Text) or body.text:
         blocks.append({"type": "text", "text": body.text})
     for i, call in enumerate(body.calls if isinstance(body, ToolCalls) else []):
@@ -181,29 +196,105 @@ def _blocks(turn: Turn, body: Text | ToolCalls) -> list[dict[str, Any]]:
     return blocks
 
 
-def _signature(turn: Turn) -> str:
-    return f"fakesig{turn.number:06d}"
+def _thinking_text(state: FakeState, prepared: Prepared, body: Text | ToolCalls) -> str | None:
+    """The reasoning the reply carries. A model that signs its blocks thinks whenever the
+    request enables thinking (the scripted text, else a default) and never otherwise; other
+    models carry the scripted thinking, as the fake always did."""
+    if not runs_thinking_check(prepared.model):
+        return body.thinking
+    if not prepared.thinking_on:
+        return None
+    return body.thinking or default_thinking(prepared.model, state.config.thinking_tokens)
+
+
+def _signed(
+    state: FakeState, prepared: Prepared, thinking: str, content: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Issues the reply's thinking block, bound to the request as sent."""
+    shown = "" if prepared.display == "omitted" else thinking
+    issued = Issued(
+        model=prepared.model,
+        text=shown,
+        tokens=count_text(prepared.model, thinking),
+        predecessor=prepared.outcome.predecessor,
+        prefix=prefix_of(prepared.sent),
+    )
+    signature = state.thinking.issue(issued)
+    if runs_thinking_check(prepared.model):
+        state.thinking.remember_reply(content, signature)
+    return {"type": "thinking", "thinking": shown, "signature": signature}
+
+
+def _iterations(prepared: Prepared, usage: dict[str, Any]) -> dict[str, Any]:
+    """With the compaction beta "every response includes `usage.iterations`" (on-demand
+    compaction); one ``message`` entry when no compaction ran."""
+    if COMPACT_BETA in prepared.betas and "iterations" not in usage:
+        entry = {
+            "type": "message",
+            "input_tokens": usage["input_tokens"],
+            "output_tokens": usage["output_tokens"],
+        }
+        usage["iterations"] = [entry]
+    return usage
+
+
+def _too_long(turn: Turn) -> web.Response:
+    assert turn.refusal is not None
+    text = f"prompt is too long: {turn.refusal.tokens} tokens > {turn.refusal.limit} maximum"
+    return error_response(400, message=text)
+
+
+def _message(
+    prepared: Prepared,
+    turn: Turn,
+    content: list[dict[str, Any]],
+    stop_reason: str,
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    """The reply, with the fields the request's betas and context management add."""
+    message: dict[str, Any] = {
+        "id": f"msg_fake{turn.number:06d}",
+        "type": "message",
+        "role": "assistant",
+        "model": prepared.model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    if BINDING_BETA in prepared.betas:
+        message["input_transformations"] = [d.to_json() for d in prepared.outcome.dropped]
+    if prepared.applied_edits is not None:
+        message["context_management"] = {"applied_edits": prepared.applied_edits}
+    return message
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
     body: Any = None
+    state = request.app[STATE]
     try:
         body = await read_json(request)
         model = _validate(body, generation=True)
+        prepared = prepare(state, body, request.headers)
     except BadRequest as exc:
         record(request, "anthropic", "messages", body, status=400, reply="invalid")
         return error_response(400, message=str(exc))
-    turn = request.app[STATE].begin(model, anthropic_blocks(body))
+    log = partial(record, request, "anthropic", "messages", body, details=prepared.details())
+    if prepared.refusal is not None:
+        log(status=400, reply="invalid", model=model, input_tokens=prepared.tokens)
+        return error_response(400, message=prepared.refusal)
+    if prepared.summarize:
+        return await _compaction(request, state, body, prepared)
+    turn = state.begin(model, price(state, body, prepared))
     if turn.refusal is not None:
-        record(request, "anthropic", "messages", body, status=400, reply=turn.kind, turn=turn)
-        text = f"prompt is too long: {turn.refusal.tokens} tokens > {turn.refusal.limit} maximum"
-        return error_response(400, message=text)
+        log(status=400, reply=turn.kind, turn=turn)
+        return _too_long(turn)
     plan = turn.plan
     assert plan is not None
     reply = plan.body
     if isinstance(reply, Fail | Html | Raw):
         status = reply.status if isinstance(reply, Fail) else special_status(reply)
-        record(request, "anthropic", "messages", body, status=status, reply=turn.kind, turn=turn)
+        log(status=status, reply=turn.kind, turn=turn)
         if isinstance(reply, Fail):
             return error_response(reply.status, reply.error_type, reply.message, reply.retry_after)
         headers = {"request-id": _request_id()}
@@ -212,28 +303,55 @@ async def messages(request: web.Request) -> web.StreamResponse:
         )
     assert isinstance(reply, Text | ToolCalls)
     reply, cut = cut_reply(plan, reply)
+    thinking = _thinking_text(state, prepared, reply)
+    reply = replace(reply, thinking=thinking)
+    content = _content(turn, reply)
+    if thinking is not None:
+        content.insert(0, _signed(state, prepared, thinking, content))
     output = output_tokens(turn, reply)
-    usage = usage_json(turn.reported(), output)
-    record(
-        request, "anthropic", "messages", body, status=200, reply=turn.kind, turn=turn, usage=usage
-    )
+    if plan.output_tokens is None:
+        output += prepared.outcome.rethink_tokens
+    usage = _iterations(prepared, usage_json(turn.reported(), output))
+    log(status=200, reply=turn.kind, turn=turn, usage=usage)
     calls = reply.calls if isinstance(reply, ToolCalls) else []
     stop_reason = "max_tokens" if cut else "tool_use" if calls else "end_turn"
-    message = {
-        "id": f"msg_fake{turn.number:06d}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": _blocks(turn, reply),
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": usage,
-    }
+    message = _message(prepared, turn, content, stop_reason, usage)
     if body.get("stream"):
         raw = {call_id("toolu", turn, i, c): arguments_json(c) for i, c in enumerate(calls)}
         return await _stream(request, turn, message, raw)
     await Pace.of(turn).whole(reply)
     return await json_reply(request, plan, message, {"request-id": _request_id()})
+
+
+async def _compaction(
+    request: web.Request, state: FakeState, body: dict[str, Any], prepared: Prepared
+) -> web.StreamResponse:
+    """One signed ``compaction`` block summarizing every message, ``stop_reason``
+    "compaction"; its cost is in ``usage.iterations``, the top-level counts are 0."""
+    log = partial(record, request, "anthropic", "messages", body, details=prepared.details())
+    turn = state.begin(prepared.model, price(state, body, prepared), summary=default_summary(body))
+    if turn.refusal is not None:
+        log(status=400, reply=turn.kind, turn=turn)
+        return _too_long(turn)
+    assert turn.plan is not None
+    assert isinstance(turn.plan.body, Text)
+    summary = turn.plan.body.text
+    covered = tuple(p.digest for p in prepared.sent if not p.is_thinking)
+    block = {
+        "type": "compaction",
+        "content": summary,
+        "signature": state.compactions.issue(Summary(summary, covered)),
+    }
+    usage = usage_json(Bill(0), 0)
+    written = count_text(prepared.model, summary)
+    usage["iterations"] = [
+        {"type": "compaction", "input_tokens": turn.bill.total, "output_tokens": written}
+    ]
+    log(status=200, reply=turn.kind, turn=turn, usage=usage)
+    message = _message(prepared, turn, [block], "compaction", usage)
+    if body.get("stream"):
+        return await _stream(request, turn, message, {})
+    return await json_reply(request, turn.plan, message, {"request-id": _request_id()})
 
 
 def _frame(data: Mapping[str, Any] | str) -> Frame:
@@ -245,11 +363,15 @@ async def _stream(
     request: web.Request, turn: Turn, message: dict[str, Any], raw: Mapping[str, str]
 ) -> web.StreamResponse:
     """The message as stream events; a tool_use block's input goes out as the pieces of its
-    arguments text ``raw`` (keyed by block id), cut or not JSON as scripted."""
+    arguments text ``raw`` (keyed by block id), cut or not JSON as scripted. A thinking block
+    whose text is empty gets no ``thinking_delta``, only its ``signature_delta``; a compaction
+    block arrives whole in its ``content_block_start``. ``input_transformations`` ride on
+    ``message_start``, ``context_management`` on the last ``message_delta``."""
     pace = Pace.of(turn)
     stream = await EventStream.open(request, {"request-id": _request_id()}, turn.plan, _frame)
     usage = dict(message["usage"], output_tokens=1)
     start = {**message, "content": [], "stop_reason": None, "usage": usage}
+    start.pop("context_management", None)
     await _send(stream, {"type": "message_start", "message": start})
     await _send(stream, {"type": "ping"})
     for index, block in enumerate(message["content"]):
@@ -258,13 +380,15 @@ async def _stream(
         tail: list[dict[str, Any]] = []
         if block["type"] == "thinking":
             opening = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [
-                {"type": "thinking_delta", "thinking": p} for p in pace.pieces(block["thinking"])
-            ]
+            text = block["thinking"]
+            pieces = pace.pieces(text) if text else []
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces]
             tail = [{"type": "signature_delta", "signature": block["signature"]}]
         elif block["type"] == "text":
             opening = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": p} for p in pace.pieces(block["text"])]
+        elif block["type"] == "compaction":
+            opening, deltas = block, []
         else:
             opening = {**block, "input": {}}
             text = raw[block["id"]]
@@ -278,14 +402,17 @@ async def _stream(
         for delta in tail:
             await _send(stream, {"type": "content_block_delta", "index": index, "delta": delta})
         await _send(stream, {"type": "content_block_stop", "index": index})
-    await _send(
-        stream,
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-            "usage": {"output_tokens": message["usage"]["output_tokens"]},
-        },
-    )
+    final_usage = {"output_tokens": message["usage"]["output_tokens"]}
+    if "iterations" in message["usage"]:
+        final_usage["iterations"] = message["usage"]["iterations"]
+    final: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": final_usage,
+    }
+    if "context_management" in message:
+        final["context_management"] = message["context_management"]
+    await _send(stream, final)
     await _send(stream, {"type": "message_stop"})
     return await stream.close()
 
@@ -295,25 +422,33 @@ async def _send(stream: EventStream, data: dict[str, Any]) -> None:
 
 
 async def count_tokens(request: web.Request) -> web.Response:
+    """Counts what the model would read; "The token counting endpoint runs the same prefix
+    check and returns the same 400" (preserved thinking)."""
     body: Any = None
     try:
         body = await read_json(request)
         model = _validate(body, generation=False)
+        prepared = prepare(request.app[STATE], body, request.headers)
     except BadRequest as exc:
         record(request, "anthropic", "count_tokens", body, status=400, reply="invalid")
         return error_response(400, message=str(exc))
-    tokens = sum(count_blocks(model, anthropic_blocks(body)))
+    refused = prepared.refusal is not None
     record(
         request,
         "anthropic",
         "count_tokens",
         body,
-        status=200,
-        reply="count_tokens",
+        status=400 if refused else 200,
+        reply="invalid" if refused else "count_tokens",
         model=model,
-        input_tokens=tokens,
+        input_tokens=prepared.tokens,
+        details=prepared.details(),
     )
-    return web.json_response({"input_tokens": tokens}, headers={"request-id": _request_id()})
+    if prepared.refusal is not None:
+        return error_response(400, message=prepared.refusal)
+    return web.json_response(
+        {"input_tokens": prepared.tokens}, headers={"request-id": _request_id()}
+    )
 
 
 def models_json(names: list[str]) -> dict[str, Any]:

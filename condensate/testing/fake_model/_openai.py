@@ -12,13 +12,14 @@ from typing import Any
 
 from aiohttp import web
 
-from condensate.testing.fake_model._accounting import chat_blocks
+from condensate.testing.fake_model._accounting import Bill, chat_blocks, count_blocks
 from condensate.testing.fake_model._anthropic import retry_after_header
+from condensate.testing.fake_model._errors import BadRequest
+from condensate.testing.fake_model._models import bills_cache_writes
 from condensate.testing.fake_model._script import Fail, Html, Raw, Text, ToolCalls
-from condensate.testing.fake_model._state import Turn
+from condensate.testing.fake_model._state import FakeState, Priced, Turn
 from condensate.testing.fake_model._wire import (
     STATE,
-    BadRequest,
     EventStream,
     Frame,
     Pace,
@@ -133,6 +134,23 @@ def models_json(names: list[str], limits: Mapping[str, int | None]) -> dict[str,
     return {"object": "list", "data": data}
 
 
+def priced(state: FakeState, model: str, body: Mapping[str, Any], items: list[str]) -> Priced:
+    """The prompt's items counted and priced against the automatic prompt cache."""
+    counts = count_blocks(model, items)
+    bill, commit = state.openai_cache.price(model, body, items, counts, state.clock.now())
+    return Priced(bill, sum(map(len, items)), commit)
+
+
+def cache_details(model: str, bill: Bill) -> dict[str, int]:
+    """``cached_tokens``, and from GPT-5.6 on ``cache_write_tokens``: "OpenAI reports writes in
+    `cache_write_tokens` and reads in `cached_tokens`" (https://developers.openai.com/api/docs/
+    guides/prompt-caching; older models bill no writes and report none)."""
+    details = {"cached_tokens": bill.cache_read}
+    if bills_cache_writes(model):
+        details["cache_write_tokens"] = bill.cache_write
+    return details
+
+
 def _chat_usage(turn: Turn, reply: Text | ToolCalls) -> dict[str, Any]:
     bill = turn.reported()
     output = output_tokens(turn, reply)
@@ -140,7 +158,7 @@ def _chat_usage(turn: Turn, reply: Text | ToolCalls) -> dict[str, Any]:
         "prompt_tokens": bill.total,
         "completion_tokens": output,
         "total_tokens": bill.total + output,
-        "prompt_tokens_details": {"cached_tokens": bill.cache_read},
+        "prompt_tokens_details": cache_details(turn.model, bill),
         "completion_tokens_details": {"reasoning_tokens": reasoning_tokens(turn.model, reply)},
     }
 
@@ -168,7 +186,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     except BadRequest as exc:
         record(request, "openai", "chat", body, status=400, reply="invalid")
         return error_response(400, message=str(exc))
-    turn = request.app[STATE].begin(model, chat_blocks(body))
+    state = request.app[STATE]
+    turn = state.begin(model, priced(state, model, body, chat_blocks(body)))
     if turn.refusal is not None:
         record(request, "openai", "chat", body, status=400, reply=turn.kind, turn=turn)
         text = (

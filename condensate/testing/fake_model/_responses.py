@@ -7,23 +7,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
 
-from condensate.testing.fake_model._accounting import responses_blocks
+from condensate.testing.fake_model._accounting import count_text, responses_blocks
+from condensate.testing.fake_model._errors import BadRequest
 from condensate.testing.fake_model._openai import (
     CONTEXT_WINDOW_MESSAGE,
+    cache_details,
     context_exceeded,
     error_response,
     fail_response,
+    priced,
     request_id,
 )
+from condensate.testing.fake_model._reasoning import Reasoned, ReasoningOutcome
+from condensate.testing.fake_model._reasoning import check as check_reasoning
+from condensate.testing.fake_model._reasoning import prefix as reasoning_prefix
 from condensate.testing.fake_model._script import Fail, Html, Raw, Text, ToolCalls
-from condensate.testing.fake_model._state import Turn
+from condensate.testing.fake_model._state import Details, FakeState, Priced, ThinkingOutcome, Turn
 from condensate.testing.fake_model._wire import (
     STATE,
-    BadRequest,
     EventStream,
     Frame,
     Pace,
@@ -116,16 +122,47 @@ def _items(turn: Turn, body: dict[str, Any], reply: Text | ToolCalls) -> list[di
     return items
 
 
-def _usage(turn: Turn, reply: Text | ToolCalls) -> dict[str, Any]:
+def _usage(turn: Turn, reply: Text | ToolCalls, rethink: int) -> dict[str, Any]:
+    """The usage; reasoning re-created for dropped items (``rethink``) is reasoning output."""
     bill = turn.reported()
-    output = output_tokens(turn, reply)
+    overridden = turn.plan is not None and turn.plan.output_tokens is not None
+    extra = 0 if overridden else rethink
+    output = output_tokens(turn, reply) + extra
     return {
         "input_tokens": bill.total,
-        "input_tokens_details": {"cached_tokens": bill.cache_read},
+        "input_tokens_details": cache_details(turn.model, bill),
         "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": reasoning_tokens(turn.model, reply)},
+        "output_tokens_details": {"reasoning_tokens": reasoning_tokens(turn.model, reply) + extra},
         "total_tokens": bill.total + output,
     }
+
+
+def _paying(state: FakeState, cost: Priced, outcome: ReasoningOutcome) -> Priced:
+    """``cost`` whose commit also marks the re-created reasoning as paid."""
+    names = list(outcome.rethink)
+
+    def commit() -> None:
+        cost.commit()
+        state.reasoning.charge(names)
+
+    return replace(cost, commit=commit)
+
+
+def _details(outcome: ReasoningOutcome) -> Details:
+    thinking = ThinkingOutcome(outcome.checked, outcome.dropped) if outcome.checked else None
+    return Details(thinking=thinking, rethink_tokens=outcome.rethink_tokens)
+
+
+def _remember(state: FakeState, body: dict[str, Any], items: list[dict[str, Any]]) -> None:
+    """Records the reply's reasoning item with the prefix it follows (the whole request)."""
+    for item in items:
+        if item["type"] != "reasoning":
+            continue
+        keys = [item["id"]]
+        if "encrypted_content" in item:
+            keys.append(item["encrypted_content"])
+        tokens = count_text(str(body["model"]), item["summary"][0]["text"])
+        state.reasoning.issue(keys, Reasoned(reasoning_prefix(body), tokens))
 
 
 async def responses(request: web.Request) -> web.StreamResponse:
@@ -139,30 +176,61 @@ async def responses(request: web.Request) -> web.StreamResponse:
     except BadRequest as exc:
         record(request, "openai", "responses", body, status=400, reply="invalid")
         return error_response(400, message=str(exc))
-    turn = request.app[STATE].begin(model, responses_blocks(body))
+    state = request.app[STATE]
+    outcome = check_reasoning(state.reasoning, model, body)
+    details = _details(outcome)
+    cost = priced(state, model, body, responses_blocks(body))
+    turn = state.begin(model, _paying(state, cost, outcome))
     streaming = bool(body.get("stream"))
     if turn.refusal is not None:
-        if streaming and turn.refusal.mode == "stream":
-            record(request, "openai", "responses", body, status=200, reply=turn.kind, turn=turn)
+        status = 200 if streaming and turn.refusal.mode == "stream" else 400
+        record(
+            request,
+            "openai",
+            "responses",
+            body,
+            status=status,
+            reply=turn.kind,
+            turn=turn,
+            details=details,
+        )
+        if status == 200:
             return await _stream_failed(request, turn, body)
-        record(request, "openai", "responses", body, status=400, reply=turn.kind, turn=turn)
         return context_exceeded(CONTEXT_WINDOW_MESSAGE, "input")
     plan = turn.plan
     assert plan is not None
     reply = plan.body
     if isinstance(reply, Fail | Html | Raw):
         status = reply.status if isinstance(reply, Fail) else special_status(reply)
-        record(request, "openai", "responses", body, status=status, reply=turn.kind, turn=turn)
+        record(
+            request,
+            "openai",
+            "responses",
+            body,
+            status=status,
+            reply=turn.kind,
+            turn=turn,
+            details=details,
+        )
         if isinstance(reply, Fail):
             return fail_response(reply)
         return await special_reply(request, plan, streaming=streaming, headers=request_id())
     assert isinstance(reply, Text | ToolCalls)
     reply, cut = cut_reply(plan, reply)
-    usage = _usage(turn, reply)
+    usage = _usage(turn, reply, outcome.rethink_tokens)
     record(
-        request, "openai", "responses", body, status=200, reply=turn.kind, turn=turn, usage=usage
+        request,
+        "openai",
+        "responses",
+        body,
+        status=200,
+        reply=turn.kind,
+        turn=turn,
+        usage=usage,
+        details=details,
     )
     items = _items(turn, body, reply)
+    _remember(state, body, items)
     if cut:
         items[-1]["status"] = "incomplete"
         done = _response(

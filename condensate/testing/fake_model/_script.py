@@ -434,11 +434,23 @@ class Script:
 
     def take(self, model: str) -> Reply | None:
         with self._lock:
-            own = [
-                k for k, v in self._queues.items() if k is not None and v and model.startswith(k)
-            ]
-            replies = self._queues[max(own, key=len)] if own else self._queues.get(None)
+            replies = self._queue_for(model)
             return replies.popleft() if replies else None
+
+    def take_text(self, model: str) -> Text | None:
+        """The next reply for ``model`` if it is a ``Text`` (a compaction's summary); any other
+        reply stays queued."""
+        with self._lock:
+            replies = self._queue_for(model)
+            if replies and isinstance(replies[0], Text):
+                head = replies.popleft()
+                assert isinstance(head, Text)
+                return head
+            return None
+
+    def _queue_for(self, model: str) -> deque[Reply] | None:
+        own = [k for k, v in self._queues.items() if k is not None and v and model.startswith(k)]
+        return self._queues[max(own, key=len)] if own else self._queues.get(None)
 
     def pending(self) -> dict[str, int]:
         """Replies left per queue; the any-model queue is keyed ``"*"``."""

@@ -20,10 +20,10 @@ from aiohttp import web
 
 from condensate.testing.fake_model import _anthropic, _openai
 from condensate.testing.fake_model._accounting import DEFAULT_WINDOW, Windows
+from condensate.testing.fake_model._models import DEFAULT_MODELS
 from condensate.testing.fake_model._responses import responses
 from condensate.testing.fake_model._script import Reply, reply_from_json
 from condensate.testing.fake_model._state import (
-    DEFAULT_MODELS,
     Api,
     Config,
     Endpoint,
@@ -132,6 +132,14 @@ def _reset(state: FakeState, data: Any, request: web.Request) -> dict[str, Any]:
     return {"reset": True}
 
 
+def _clock(state: FakeState, data: Any, request: web.Request) -> dict[str, Any]:
+    seconds = data.get("advance", 0)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        msg = f"advance must be a number of seconds, not {seconds!r}."
+        raise ValueError(msg)
+    return {"offset": state.clock.advance(float(seconds))}
+
+
 def _config(state: FakeState, data: Any, request: web.Request) -> dict[str, Any]:
     if request.method == "POST":
         state.config.update(data)
@@ -152,6 +160,7 @@ def build_app(state: FakeState) -> web.Application:
     app.router.add_post("/_fake/reset", _control(_reset))
     app.router.add_get("/_fake/config", _control(_config))
     app.router.add_post("/_fake/config", _control(_config))
+    app.router.add_post("/_fake/clock", _control(_clock))
     return app
 
 
@@ -222,9 +231,11 @@ class FakeModelServer:
         responses_overflow: OverflowMode | None = None,
         models: Sequence[str] | None = None,
         bearer_token: str | _Unset | None = UNSET,
+        thinking_tokens: int | None = None,
     ) -> None:
         """Changes what is given, like ``POST /_fake/config``; ``window=None`` lifts the limit,
-        ``bearer_token="tok"`` accepts only ``Authorization: Bearer tok``."""
+        ``bearer_token="tok"`` accepts only ``Authorization: Bearer tok``,
+        ``thinking_tokens`` sets how long default thinking is."""
         data: dict[str, Any] = {}
         if window is not UNSET:
             data["window"] = window
@@ -238,10 +249,18 @@ class FakeModelServer:
             data["models"] = list(models)
         if bearer_token is not UNSET:
             data["bearer_token"] = bearer_token
+        if thinking_tokens is not None:
+            data["thinking_tokens"] = thinking_tokens
         self._state.config.update(data)
 
+    def advance(self, seconds: float) -> None:
+        """Moves the fake's clock ``seconds`` forward, like ``POST /_fake/clock``: cache
+        entries age as if that time had passed."""
+        self._state.clock.advance(seconds)
+
     def reset(self) -> None:
-        """Forgets queued replies, the prompt cache and the request log; keeps the config."""
+        """Forgets queued replies, the prompt caches, the thinking and compaction blocks it
+        issued and the request log; keeps the config and the clock."""
         self._state.reset()
 
     async def start(self) -> None:

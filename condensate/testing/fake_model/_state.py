@@ -1,23 +1,22 @@
-"""The fake's shared state: configuration, reply queues, prompt cache and request log, behind
-one lock so the server's loop and a test's thread can both use it. Decides each request's
-outcome (``FakeState.begin``); rendering it on the wire is left to the API modules.
+"""The fake's shared state: configuration, clock, reply queues, prompt caches, the thinking and
+compaction blocks it issued, and the request log, each behind a lock so the server's loop and a
+test's thread can both use them. Decides each request's outcome (``FakeState.begin``);
+rendering it on the wire is left to the API modules.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
-from condensate.testing.fake_model._accounting import (
-    DEFAULT_WINDOW,
-    Bill,
-    PromptCache,
-    Windows,
-    count_blocks,
-)
+from condensate.testing.fake_model._accounting import DEFAULT_WINDOW, Bill, Windows
+from condensate.testing.fake_model._caching import AnthropicCache, OpenAICache
+from condensate.testing.fake_model._context import CompactionLedger
+from condensate.testing.fake_model._models import DEFAULT_MODELS
+from condensate.testing.fake_model._reasoning import ReasoningLedger
 from condensate.testing.fake_model._script import (
     Fail,
     Html,
@@ -25,33 +24,46 @@ from condensate.testing.fake_model._script import (
     Plan,
     Raw,
     Script,
+    Text,
     default_reply,
     plan_of,
 )
+from condensate.testing.fake_model._thinking import ThinkingLedger
 
 Api: TypeAlias = Literal["anthropic", "openai"]
 Endpoint: TypeAlias = Literal["messages", "count_tokens", "models", "responses", "chat"]
 OverflowMode: TypeAlias = Literal["400", "stream"]
 
-DEFAULT_MODELS = (
-    "claude-opus-5-5",
-    "claude-sonnet-4-5",
-    "claude-haiku-4-5",
-    "gpt-5.5",
-    "gpt-5-mini",
-)
+DEFAULT_THINKING_TOKENS = 200
+
+
+@dataclass(frozen=True)
+class ThinkingOutcome:
+    """What the preserved-thinking check did with a request's thinking blocks: how many it
+    carried, those the model did not read (``{"type": "thinking_dropped", "path", "reason"}``)
+    and whether the request was refused for them."""
+
+    checked: int
+    dropped: tuple[dict[str, str], ...] = ()
+    refused: bool = False
 
 
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request to a model API, as the fake saw and answered it.
 
-    ``input_tokens`` is the counted prompt; ``cache_read`` and ``cache_write`` are the simulated
-    cache's split of it (see ``Bill``); ``usage`` is the usage object sent back, if any;
+    ``input_tokens`` is the counted prompt (what the model read, after dropped thinking and
+    context edits); ``cache_read`` and ``cache_write`` are the simulated cache's split of it
+    (see ``Bill``), ``cache_write_1h`` the part of ``cache_write`` written for an hour;
+    ``usage`` is the usage object sent back, if any; ``thinking`` what the preserved-thinking
+    check did (Anthropic, ``None`` elsewhere); ``rethink_tokens`` the output tokens the reply
+    spent re-creating lost thinking; ``applied_edits`` the context edits applied (``None``
+    without ``context_management``); ``compaction`` is ``"summarized"`` for a request that
+    asked for a compaction block, ``"carried"`` for one that carried one back;
     ``reply`` is the reply kind (``"text"``, ``"default:text"``, ``"slow:tool_calls"``,
     ``"fail"``, ``"overflow"``, ``"stall:text"``, ``"broken:tool_calls"``, ``"html"``, ``"raw"``,
     ``"window"`` for a refusal by size, ``"invalid"``,
-    ``"unauthorized"``, ``"count_tokens"``, ``"models"``).
+    ``"unauthorized"``, ``"count_tokens"``, ``"models"``, ``"compaction"``).
     """
 
     number: int
@@ -68,6 +80,35 @@ class RecordedRequest:
     reply: str
     status: int
     usage: dict[str, Any] | None = None
+    cache_write_1h: int = 0
+    thinking: ThinkingOutcome | None = None
+    rethink_tokens: int = 0
+    applied_edits: tuple[dict[str, Any], ...] | None = None
+    compaction: Literal["summarized", "carried"] | None = None
+
+
+@dataclass(frozen=True)
+class Details:
+    """What an Anthropic request's checks did, for its ``RecordedRequest``."""
+
+    thinking: ThinkingOutcome | None = None
+    rethink_tokens: int = 0
+    applied_edits: tuple[dict[str, Any], ...] | None = None
+    compaction: Literal["summarized", "carried"] | None = None
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A counted prompt: its bill, its length in characters (the default reply names it) and
+    what to write to the cache if it is answered."""
+
+    bill: Bill
+    chars: int
+    commit: Callable[[], None] = _nothing
 
 
 @dataclass(frozen=True)
@@ -108,6 +149,8 @@ class Config:
     bearer_token: str | None = None
     """When set, only ``Authorization: Bearer <bearer_token>`` passes (a subscription's OAuth
     login): an ``x-api-key``, even ``api_key`` itself, is turned away."""
+    thinking_tokens: int = DEFAULT_THINKING_TOKENS
+    """About how long the default thinking of a model that signs its blocks is, in tokens."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,6 +160,7 @@ class Config:
             "responses_overflow": self.responses_overflow,
             "models": list(self.models),
             "bearer_token": self.bearer_token,
+            "thinking_tokens": self.thinking_tokens,
         }
 
     def listed_models(self) -> list[str]:
@@ -125,8 +169,16 @@ class Config:
     def update(self, data: Mapping[str, Any]) -> None:
         """Applies the keys present: ``window`` (int or null), ``windows`` (merged; a null
         removes that model's entry), ``api_key``, ``responses_overflow``, ``models``,
-        ``bearer_token``."""
-        known = {"window", "windows", "api_key", "responses_overflow", "models", "bearer_token"}
+        ``bearer_token``, ``thinking_tokens``."""
+        known = {
+            "window",
+            "windows",
+            "api_key",
+            "responses_overflow",
+            "models",
+            "bearer_token",
+            "thinking_tokens",
+        }
         unknown = set(data) - known
         if unknown:
             msg = f"Unknown config keys {sorted(unknown)}."
@@ -152,6 +204,8 @@ class Config:
         if "bearer_token" in data:
             token = data["bearer_token"]
             self.bearer_token = None if token is None else str(token)
+        if "thinking_tokens" in data:
+            self.thinking_tokens = _positive(data["thinking_tokens"], "thinking_tokens")
 
 
 def _window(value: Any, name: str) -> int | None:
@@ -165,13 +219,39 @@ def _positive(value: Any, name: str) -> int:
     return value
 
 
+class Clock:
+    """``time.monotonic()`` plus an offset a test moves forward (cache lifetimes)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._offset = 0.0
+
+    def now(self) -> float:
+        with self._lock:
+            return time.monotonic() + self._offset
+
+    def advance(self, seconds: float) -> float:
+        """Moves the clock ``seconds`` forward; returns the total offset."""
+        if seconds < 0:
+            msg = f"The clock only moves forward; got {seconds!r} seconds."
+            raise ValueError(msg)
+        with self._lock:
+            self._offset += seconds
+            return self._offset
+
+
 class FakeState:
     """Everything the handlers share. Every method is safe to call from any thread."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self.clock = Clock()
         self.script = Script()
-        self.cache = PromptCache()
+        self.anthropic_cache = AnthropicCache()
+        self.openai_cache = OpenAICache()
+        self.thinking = ThinkingLedger()
+        self.compactions = CompactionLedger()
+        self.reasoning = ReasoningLedger()
         self._lock = threading.Lock()
         self._log: list[RecordedRequest] = []
         self._generations = 0
@@ -206,11 +286,11 @@ class FakeState:
         given = headers.get("x-api-key") or token
         return given == wanted
 
-    def begin(self, model: str, blocks: Sequence[str]) -> Turn:
-        """Counts and bills the prompt, then refuses it (window or ``Overflow``) or picks the
-        reply. A refusal by size leaves the queues alone; answered prompts enter the cache."""
-        counts = count_blocks(model, blocks)
-        bill = Bill.of(counts, self.cache.matched(model, blocks))
+    def begin(self, model: str, priced: Priced, *, summary: str | None = None) -> Turn:
+        """Refuses the prompt (window or ``Overflow``) or picks the reply. A refusal by size
+        leaves the queues alone; an answered prompt commits its cache writes. With ``summary``
+        (a compaction) the reply is the next queued ``Text`` if there is one, else that text."""
+        bill = priced.bill
         limit = self.config.windows.limit(model)
         with self._lock:
             self._generations += 1
@@ -218,11 +298,15 @@ class FakeState:
         if limit is not None and bill.total > limit:
             refusal = Refusal(bill.total, limit, self.config.responses_overflow)
             return Turn(number, model, bill, None, refusal, "window")
+        if summary is not None:
+            text = self.script.take_text(model) or Text(summary)
+            priced.commit()
+            return Turn(number, model, bill, plan_of(text), None, "compaction")
         reply = self.script.take(model)
         plan = (
             plan_of(reply)
             if reply is not None
-            else plan_of(default_reply(number, sum(map(len, blocks))), default=True)
+            else plan_of(default_reply(number, priced.chars), default=True)
         )
         if isinstance(plan.body, Overflow):
             window = limit if limit is not None else DEFAULT_WINDOW
@@ -231,7 +315,7 @@ class FakeState:
                 number, model, bill, None, Refusal(tokens, window, plan.body.mode), plan.kind
             )
         if not isinstance(plan.body, Fail | Html | Raw):
-            self.cache.remember(model, blocks)
+            priced.commit()
         return Turn(number, model, bill, plan, None, plan.kind)
 
     def record(self, entry: RecordedRequest) -> RecordedRequest:
@@ -247,9 +331,14 @@ class FakeState:
             return list(self._log)
 
     def reset(self) -> None:
-        """Forgets queues, cache, log and the request counter; configuration stays."""
+        """Forgets queues, caches, issued blocks, log and the request counter; configuration
+        and the clock stay."""
         self.script.clear()
-        self.cache.clear()
+        self.anthropic_cache.clear()
+        self.openai_cache.clear()
+        self.thinking.clear()
+        self.compactions.clear()
+        self.reasoning.clear()
         with self._lock:
             self._log.clear()
             self._generations = 0

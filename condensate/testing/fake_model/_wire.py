@@ -14,9 +14,11 @@ from typing import Any, Literal, TypeAlias
 
 from aiohttp import web
 
+from condensate.testing.fake_model._errors import BadRequest
 from condensate.testing.fake_model._script import Call, Html, Plan, Raw, Text, ToolCalls
 from condensate.testing.fake_model._state import (
     Api,
+    Details,
     Endpoint,
     FakeState,
     RecordedRequest,
@@ -25,10 +27,6 @@ from condensate.testing.fake_model._state import (
 from condensate.tokens import counter_for
 
 STATE = web.AppKey("fake_model_state", FakeState)
-
-
-class BadRequest(Exception):
-    """A body the real API would reject with 400; each API renders it in its own shape."""
 
 
 async def read_json(request: web.Request) -> dict[str, Any]:
@@ -63,9 +61,11 @@ def record(
     model: str = "",
     input_tokens: int = 0,
     usage: dict[str, Any] | None = None,
+    details: Details | None = None,
 ) -> None:
     """Logs one request. With a ``turn`` the model and the counted bill come from it."""
     bill = turn.bill if turn is not None else None
+    details = details or Details()
     request.app[STATE].record(
         RecordedRequest(
             number=0,
@@ -82,6 +82,11 @@ def record(
             reply=reply,
             status=status,
             usage=usage,
+            cache_write_1h=bill.cache_write_1h if bill is not None else 0,
+            thinking=details.thinking,
+            rethink_tokens=details.rethink_tokens,
+            applied_edits=details.applied_edits,
+            compaction=details.compaction,
         )
     )
 
