@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from condensate.testing.fake_model import FakeModelServer
+from condensate.testing.fake_model import FakeModelServer, RecordedRequest
 from tests.integration.daemon import REPO
 
 CLAUDE = REPO / "node_modules" / ".bin" / "claude"
@@ -25,9 +25,18 @@ def clis_installed() -> None:
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeModelServer]:
-    """A fake model server of its own for each test."""
+    """A fake model server of its own for each test. Whatever the test asserts, no request
+    Condensate sent may be refused for a thinking block's binding: the fake applies Anthropic's
+    prefix check to today's models, as the API does."""
     async with FakeModelServer(window=200_000) as server:
         yield server
+    refused = [refusal(r) for r in server.requests if r.thinking is not None and r.thinking.refused]
+    assert refused == [], f"requests refused for their signed thinking: {refused}"
+
+
+def refusal(request: RecordedRequest) -> str:
+    """A refused request, as an assertion names it."""
+    return f"#{request.number} {request.model} {request.path}"
 
 
 @pytest.fixture
