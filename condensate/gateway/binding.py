@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,30 @@ from typing import Any
 import orjson
 
 THINKING_KINDS = frozenset({"thinking", "redacted_thinking"})
+BINDING_MODELS = (
+    "claude-fable-5-2",
+    "claude-mythos-5-2",
+    "claude-fable-5-1",
+    "claude-mythos-5-1",
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+)
+"""The Claude models that run the prefix check (the page's ``supportedModels``); older ones
+do not check (and keep only the last turn's thinking themselves)."""
+
+
+def binds(api: str, model: str) -> bool:
+    """Whether ``model`` binds its thinking to what came before it: the Claude models that run
+    the prefix check; on OpenAI, "newer frontier models" drop reasoning after a prefix change,
+    which the gateway takes as GPT-5.6 and later (the page does not name them)."""
+    name = model.rsplit("/", 1)[-1]
+    if api == "anthropic":
+        return name.startswith(BINDING_MODELS)
+    match = re.match(r"gpt-(\d+)(?:\.(\d+))?", name)
+    return match is not None and (int(match[1]), int(match[2] or 0)) >= (5, 6)
+
+
 BINDING_REFUSAL = "bound to a different conversation"
 """What the provider's 400 says when a block's binding fails."""
 
@@ -130,9 +155,9 @@ class _Prefix:
     (a block is checked at the start of its message; what comes before it in its own turn is
     the CLI's as received unless the gateway made the message anew)."""
 
-    def __init__(self, body: Mapping[str, Any]) -> None:
+    def __init__(self, fixed: Any) -> None:
         self._hash = hashlib.sha256()
-        self._hash.update(_canonical([body.get("tools"), body.get("system")]))
+        self._hash.update(_canonical(fixed))
 
     def add(self, role: Any, blocks: list[Any]) -> None:
         self._hash.update(_canonical([role, [b for b in blocks if not _is_thinking(b)]]))
@@ -143,25 +168,30 @@ class _Prefix:
 
 def prefix_digest(body: Mapping[str, Any]) -> bytes:
     """The digest of the whole request's prefix: what a block of its reply is bound to."""
-    prefix = _Prefix(body)
+    prefix = _Prefix(_fixed(body))
     for message in body.get("messages") or []:
         role = message.get("role") if isinstance(message, Mapping) else None
         prefix.add(role, _content(message))
     return prefix.digest()
 
 
-def _first_change(body: Mapping[str, Any], original: Mapping[str, Any]) -> int:
-    """The index of the first message of ``body`` the gateway made or changed (messages it
-    kept are the CLI's own objects); 0 when the fixed part changed."""
-    if body.get("system") is not original.get("system") or body.get("tools") is not original.get(
-        "tools"
-    ):
+def _fixed(body: Mapping[str, Any]) -> list[Any]:
+    """What comes before the conversation, in either API."""
+    return [body.get("tools"), body.get("system"), body.get("instructions")]
+
+
+def _first_change(body: Mapping[str, Any], original: Mapping[str, Any], key: str) -> int:
+    """The index of the first message (item) of ``body`` the gateway made or changed (those
+    it kept are the CLI's own objects); 0 when the fixed part changed."""
+    if any(body.get(k) is not original.get(k) for k in ("system", "tools", "instructions")):
         return 0
-    own = {id(m) for m in original.get("messages") or []}
-    for i, message in enumerate(body.get("messages") or []):
-        if id(message) not in own:
+    own = {id(m) for m in original.get(key) or []}
+    conversation = body.get(key)
+    items = conversation if isinstance(conversation, list) else []
+    for i, item in enumerate(items):
+        if id(item) not in own:
             return i
-    return len(body.get("messages") or [])
+    return len(items)
 
 
 @dataclass(frozen=True)
@@ -183,9 +213,9 @@ def keep_valid(
     """``body`` (what the gateway made of ``original``, the CLI's request, sharing the
     messages it left alone) with the thinking blocks whose binding its changes broke taken
     out, and those a session removed before kept out."""
-    first = _first_change(body, original)
+    first = _first_change(body, original, "messages")
     own = {id(m) for m in original.get("messages") or []}
-    prefix = _Prefix(body)
+    prefix = _Prefix(_fixed(body))
     lost = Lost()
     messages: list[Any] = []
     for i, message in enumerate(body.get("messages") or []):
@@ -225,6 +255,67 @@ def keep_valid(
     if "messages" in body:
         out["messages"] = messages
     return Kept(out, lost, prefix.digest())
+
+
+def keep_valid_reasoning(
+    body: Mapping[str, Any],
+    original: Mapping[str, Any],
+    ledger: Ledger,
+    count: Callable[[str], int],
+) -> Kept:
+    """The same for the Responses API: a ``reasoning`` input item follows "the conversation
+    history that comes before it", and a newer model drops one whose history changed
+    (developers.openai.com/api/docs/guides/keep-prefix-unchanged): the gateway takes it out
+    itself, so that the loss is known and the input it would bill is not sent."""
+    conversation = body.get("input")
+    if not isinstance(conversation, list):
+        return Kept(dict(body), Lost(), prefix_digest(body))
+    first = _first_change(body, original, "input")
+    prefix = _Prefix(_fixed(body))
+    lost = Lost()
+    items: list[Any] = []
+    for i, item in enumerate(conversation):
+        if not _is_reasoning(item):
+            prefix.add(None, [item])
+            items.append(item)
+            continue
+        key = item_key(item)
+        if key is None or key in ledger.removed:
+            if key is None:
+                items.append(item)
+            continue
+        produced = ledger.produced.get(key)
+        if (produced.prefix == prefix.digest()) if produced is not None else i < first:
+            items.append(item)
+            continue
+        ledger.removed.add(key)
+        lost = lost + Lost(1, _reasoning_tokens(item, produced, count))
+    return Kept({**body, "input": items}, lost, prefix.digest())
+
+
+def _is_reasoning(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("type") == "reasoning"
+
+
+def item_key(item: Mapping[str, Any]) -> str | None:
+    """What names a reasoning item across requests: its encrypted content, else its id."""
+    value = item.get("encrypted_content") or item.get("id")
+    return hashlib.sha256(value.encode()).hexdigest() if isinstance(value, str) and value else None
+
+
+def _reasoning_tokens(
+    item: Mapping[str, Any], produced: Produced | None, count: Callable[[str], int]
+) -> int:
+    """A lost item's tokens: its summary's count, else the producing reply's output."""
+    summary = item.get("summary")
+    texts = (
+        [str(part.get("text") or "") for part in summary if isinstance(part, Mapping)]
+        if isinstance(summary, list)
+        else []
+    )
+    if any(texts):
+        return sum(count(t) for t in texts)
+    return produced.output if produced is not None else 0
 
 
 def without_thinking_from(
@@ -293,12 +384,17 @@ class ReplyThinking:
     dropped: int = 0
 
     def read_body(self, body: Any) -> None:
+        """A whole reply: a message's thinking blocks, a response's reasoning items."""
         if not isinstance(body, Mapping):
             return
         self._transformations(body.get("input_transformations"))
         content = body.get("content")
         for block in content if isinstance(content, list) else []:
             if _is_thinking(block) and (key := block_key(block)) is not None:
+                self.keys.append(key)
+        output = body.get("output")
+        for item in output if isinstance(output, list) else []:
+            if _is_reasoning(item) and (key := item_key(item)) is not None:
                 self.keys.append(key)
 
     def _transformations(self, entries: Any) -> None:
@@ -316,7 +412,9 @@ class ReplyThinking:
             return
         kind = data.get("type")
         index = data.get("index")
-        if kind == "message_start" and isinstance(data.get("message"), Mapping):
+        if kind in ("response.completed", "response.incomplete"):
+            self.read_body(data.get("response"))
+        elif kind == "message_start" and isinstance(data.get("message"), Mapping):
             self._transformations(data["message"].get("input_transformations"))
         elif kind == "message_delta":
             self._transformations(data.get("input_transformations"))
@@ -343,4 +441,5 @@ class ReplyThinking:
 
 
 THINKING_EVENTS = (b"signature_delta", b"redacted_thinking", b"input_transformations")
-"""The events that carry a reply's thinking signatures and the provider's drops."""
+"""The events of a Messages stream that carry its thinking signatures and the provider's
+drops (a response's reasoning items come in its last event, which the usage reader parses)."""

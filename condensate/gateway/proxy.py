@@ -36,7 +36,9 @@ from condensate.gateway.binding import (
     Ledger,
     Lost,
     ReplyThinking,
+    binds,
     keep_valid,
+    keep_valid_reasoning,
     refused_at,
     without_thinking_from,
 )
@@ -538,8 +540,9 @@ class Gateway:
         exact, carried = with_insertions(call.api, original, edits.insertions)
         call.warned = notices.warning is not None and notices.warning.key in carried
         exact, _ = rewrite.apply(call.api, exact)
-        if call.api == "anthropic":
-            kept = keep_valid(exact, original, edits.ledger, counter_for(call.shape.model).count)
+        if binds(call.api, call.shape.model):
+            keep = keep_valid if call.api == "anthropic" else keep_valid_reasoning
+            kept = keep(exact, original, edits.ledger, counter_for(call.shape.model).count)
             exact, call.lost, call.prefix = kept.body, kept.lost, kept.prefix
         return _dumps(exact)
 
@@ -597,8 +600,7 @@ class Gateway:
                 with contextlib.suppress(ValueError):
                     reply = _loads(data)
                     call.usage.read_body(call.api, reply)
-                    if call.api == "anthropic":
-                        call.thinking.read_body(reply)
+                    call.thinking.read_body(reply)
                 if call.usage.seen:
                     self._announce(call)
             whole = web.Response(body=data, status=upstream.status, headers=headers)
@@ -654,6 +656,8 @@ class Gateway:
                 if call.metered and not call.announced:
                     for data in splitter.feed(chunk):
                         call.usage.read_event(call.api, data)
+                        if call.api == "openai":
+                            call.thinking.read_event(data)
                     if call.usage.complete:
                         self._announce(call)
                 if texts is not None and tell is not None:

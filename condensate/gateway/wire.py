@@ -821,15 +821,27 @@ def _conversation(api: Api, body: Mapping[str, Any]) -> list[Any] | None:
 
 def insertion_at_end(api: Api, body: Mapping[str, Any], notice: Notice) -> Insertion | None:
     """Where ``notice`` goes in ``body``: after its last message, when that is the user's
-    (tool results or a steer); None when it cannot go (no conversation, or it ends in the
-    model's turn)."""
+    (tool results or a steer; a system-role message after it does not count); None when it
+    cannot go (no conversation, or it ends in the model's turn)."""
     conversation = _conversation(api, body)
-    if not conversation or not isinstance(conversation[-1], Mapping):
+    if not conversation:
         return None
-    last = conversation[-1]
-    if api == "anthropic" and last.get("role") != "user":
+    at = len(conversation) - 1
+    if api == "anthropic":
+        # Claude Code may end a request with a system-role message of its own (its
+        # environment, on a session's first request): the notice joins the user's turn before.
+        while at > 0 and _role(conversation[at]) == "system":
+            at -= 1
+        if _role(conversation[at]) != "user":
+            return None
+    last = conversation[at]
+    if not isinstance(last, Mapping):
         return None
-    return Insertion(notice.key, notice.text, len(conversation) - 1, canonical_digest(last))
+    return Insertion(notice.key, notice.text, at, canonical_digest(last))
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, Mapping) else None
 
 
 def with_insertions(

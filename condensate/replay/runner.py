@@ -31,7 +31,7 @@ from condensate.prompt import to_messages
 from condensate.providers import ModelClient
 from condensate.providers._http import RetryPolicy
 from condensate.providers.anthropic import AnthropicClient
-from condensate.providers.types import Message, Request, Text
+from condensate.providers.types import Message, Request, Text, Thinking
 from condensate.providers.windows import from_table
 from condensate.replay.billing import Bill
 from condensate.replay.config import DEFAULT_WINDOW, ReplayConfig
@@ -171,7 +171,7 @@ class Run:
             if stop is not None:
                 self.stopped.append(stop)
                 break
-            messages = to_messages(self.view)
+            messages = _unsigned(to_messages(self.view))
             problems = tuple(pair_problems(messages))
             request = Request(
                 model=self.model,
@@ -219,7 +219,7 @@ class Run:
     async def summary_call(self) -> str | None:
         """The single-summary baseline's summary: the view plus a summary request, one call
         on the thread's model (its prefix is a cache read, as in Claude Code)."""
-        messages = to_messages(self.view)
+        messages = _unsigned(to_messages(self.view))
         request_text = Text(SUMMARY_REQUEST)
         if messages and messages[-1].role == "user":
             messages[-1] = Message("user", (*messages[-1].content, request_text))
@@ -236,6 +236,20 @@ class Run:
             return None
         self.summaries.add(completion.usage)
         return completion.text
+
+
+def _unsigned(messages: list[Message]) -> list[Message]:
+    """The messages without their signed thinking: a recording's blocks were signed for the
+    conversation that produced them, and a provider that checks them refuses them anywhere
+    else (as the fake does). A replay prices the rest."""
+    out = []
+    for message in messages:
+        kept = tuple(b for b in message.content if not isinstance(b, Thinking))
+        if len(kept) == len(message.content):
+            out.append(message)
+        elif kept:  # a turn of thinking alone leaves nothing to send
+            out.append(Message(message.role, kept))
+    return out
 
 
 def _text_reply(text: str) -> Any:

@@ -32,7 +32,7 @@ from tests.e2e.conftest import CLAUDE
 from tests.e2e.log import check_pairs, notices, started_pid, turn_ended
 from tests.integration.daemon import DaemonProcess, call, wait_for
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-opus-5-5"
 CEILING = 40_000
 """Claude Code 2.1.332 sends ~19.4k tokens of its own to sonnet-4-5 (as the fake counts them):
 a 40k ceiling (a 31.8k line) leaves room for a few large tool results before a window."""
@@ -55,7 +55,7 @@ def daemon(tmp_path: Path, fake: FakeModelServer) -> Iterator[DaemonProcess]:
         extra_env={
             "CONDENSATE_MODEL_WINDOWS": json.dumps({f"anthropic:{MODEL}": 200_000}),
             "CONDENSATE_WINDOW_CEILING_CLAUDE": str(CEILING),
-            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
+            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-5-5",
             "CONDENSATE_WINDOW_DEADLINE_MS": "10000",
             # These tests walk the ladder at the line as it was designed: no cheap window
             # before it, the 3 most recent results kept.
@@ -311,7 +311,7 @@ async def test_two_threads_and_a_slow_curator_stay_under_the_ceiling(daemon, fak
     fake.queue(*[bash(f"echo {i}", text=NOTES) for i in range(16)], model=MODEL)
     fake.queue(Text("all counted"), Text("all counted"), model=MODEL)
     slow = Slow(Text("Summary: notes on the parser were taken."), chunk_delay=0.6, chunks=10)
-    fake.queue(slow, slow, slow, slow, model="claude-haiku-4-5")
+    fake.queue(slow, slow, slow, slow, model="claude-haiku-5-5")
     async with aiohttp.ClientSession() as session:
         first = await start_claude_thread(session, daemon, workdir)
         second = await start_claude_thread(session, daemon, workdir)

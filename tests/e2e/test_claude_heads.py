@@ -29,10 +29,11 @@ from tests.e2e.test_claude_code import (
 )
 from tests.integration.daemon import DaemonProcess, call
 
-WINDOW = 60_000
-"""The head's line is the window less the output reserve and one tool result: 43,616 tokens.
-Claude Code's own ~19.5k plus four ``seq 1 2500`` (~6.5k each, as the fake counts) crosses it
-at the fourth, under the hard limit (51,808). Larger outputs Claude Code would move to a file."""
+WINDOW = 52_000
+"""The head's line is the window less the output reserve and one tool result: 35,616 tokens.
+Claude Code's own ~12.4k on its default model (claude-opus-5-5) plus four ``seq 1 2500`` (~6.5k
+each, as the fake counts, with a turn's signed thinking) crosses it at the fourth, under the
+hard limit (43,808). Larger outputs Claude Code would move to a file."""
 BRIEF = "Count with the shell; compact when Condensate asks. BRIEF-MARKER-heads"
 MCP_TOOL = "mcp__condensate__compact_context"
 ASK_TEXT = "Condensate asks you to compact your context now"
@@ -44,7 +45,7 @@ def start_daemon(tmp_path: Path, fake: FakeModelServer, deadline_ms: int) -> Dae
         fake.url,
         extra_env={
             "CONDENSATE_MODEL_WINDOWS": json.dumps({f"anthropic:{MODEL}": WINDOW}),
-            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
+            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-5-5",
             "CONDENSATE_WINDOW_DEADLINE_MS": str(deadline_ms),
             "CONDENSATE_CLAUDE_BINARY": str(CLAUDE),
         },

@@ -80,6 +80,12 @@ def conversation(engine: str, request: RecordedRequest) -> list[dict[str, Any]]:
     return list(request.body[key])
 
 
+def last_user(engine: str, request: RecordedRequest) -> dict[str, Any]:
+    """The request's last user message or item (a system-role message of Claude Code's own may
+    follow it: its environment, on a session's first request)."""
+    return [m for m in conversation(engine, request) if m.get("role") == "user"][-1]
+
+
 def texts(item: dict[str, Any]) -> list[str]:
     """The text blocks of a message or input item."""
     content = item.get("content")
@@ -169,7 +175,10 @@ async def test_condense_starts_the_providers_context_again(daemon, fake, workdir
     assert BRIEF not in json.dumps(after)
     assert SAVED not in json.dumps(after)  # the notes' output went with the reset
     if engine == "claude":
-        notice, called, result = after
+        # On its default model Claude Code keeps a system-role message of its own (its
+        # environment) after the first user message: fixed context, kept.
+        notice, *own, called, result = after
+        assert [m["role"] for m in own] == ["system"] * len(own)
         assert notice["role"] == "user"
         assert texts(notice)[-1] == reset.NOTICE
         assert all(t.startswith("<system-reminder>") for t in texts(notice)[:-1])
@@ -294,10 +303,11 @@ async def test_staged_warnings_ride_in_requests_and_rearm_after_a_reset(
     notice that came and went would break the model's signed thinking), and after the reset,
     which cuts it away, the level is told again."""
     queue_reset(fake, engine)
-    # Claude Code's first request is estimated at 20k (its fixed part), counted at ~19.6k, and
-    # ~17.3k after the reset; Codex's at 10k, ~8.4k, and ~2.8k: each crosses a level first,
-    # no new one next, and one again after the reset.
-    budget = 22_500 if engine == "claude" else 3_300
+    # Claude Code's first request on its default model is estimated at 20k (its fixed part),
+    # counted at ~11.5k, and the one after the reset estimated at ~9.7k (its measured baseline,
+    # ~9.2k, and the view); Codex's at 10k, ~8.4k, and ~2.8k: each crosses a level first, no
+    # new one next, and one again after the reset.
+    budget = 12_000 if engine == "claude" else 3_300
     async with aiohttp.ClientSession() as session:
         thread = await start(session, daemon, workdir, engine, reset={"budget": budget})
         events = await turn_ended(session, daemon, thread)
@@ -315,8 +325,8 @@ async def test_staged_warnings_ride_in_requests_and_rearm_after_a_reset(
     sent = generations(fake, engine)
     assert [carried(engine, r, first["text"]) for r in sent] == [True, True, False]
     assert carried(engine, sent[2], again["text"])
-    assert first["text"] in texts(conversation(engine, sent[0])[-1])
-    assert first["text"] not in texts(conversation(engine, sent[1])[-1])
+    assert first["text"] in texts(last_user(engine, sent[0]))
+    assert first["text"] not in json.dumps(conversation(engine, sent[1])[-1])
     check_pairs(daemon, thread)
 
 
@@ -342,11 +352,10 @@ async def test_near_the_line_the_conversation_carries_a_notice(tmp_path, fake, w
     (request,) = generations(fake, engine)
     system = json.dumps(request.body.get("system" if engine == "claude" else "instructions"))
     assert "[Condensate]" not in system
-    last = texts(conversation(engine, request)[-1])
-    assert last[-1].startswith("[Condensate] URGENT: your context is at")
+    assert texts(last_user(engine, request))[-1].startswith("[Condensate] URGENT: your context is")
 
 
-EMERGENCY_MODEL = "claude-haiku-4-5"
+EMERGENCY_MODEL = "claude-haiku-5-5"
 SUMMARY = "EMERGENCY-SUMMARY: the notes are saved in NOTES.md; next, count to 20."
 
 

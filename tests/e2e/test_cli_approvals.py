@@ -33,7 +33,7 @@ async def next_approval(runtime: Runtime, thread: Thread) -> Approval:
 
 
 @pytest.mark.parametrize(
-    ("engine", "model"), [("claude", "anthropic:claude-sonnet-4-5"), ("codex", "openai:gpt-5.5")]
+    ("engine", "model"), [("claude", "anthropic:claude-opus-5-5"), ("codex", "openai:gpt-5.5")]
 )
 async def test_each_write_waits_for_the_operator_who_allows_one_and_denies_the_other(
     tmp_path: Path, fake: FakeModelServer, workdir: Path, engine: Engine, model: str

@@ -17,7 +17,7 @@ from condensate.testing.fake_model import FakeModelServer
 from tests.integration.test_runtime import running
 
 CASES = [
-    ("claude", "anthropic:claude-sonnet-4-5", "CONDENSATE_ANTHROPIC_API_KEY"),
+    ("claude", "anthropic:claude-opus-5-5", "CONDENSATE_ANTHROPIC_API_KEY"),
     ("codex", "openai:gpt-5.5", "CONDENSATE_OPENAI_API_KEY"),
 ]
 

@@ -22,7 +22,7 @@ FOREIGN = {
     "CONDENSATE_EXTRA_SECRET": "leaked-setting",
 }
 CASES = [
-    ("claude", "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+    ("claude", "anthropic:claude-opus-5-5", "ANTHROPIC_API_KEY"),
     ("codex", "openai:gpt-5.5", "CODEX_PROVIDER_API_KEY"),
 ]
 

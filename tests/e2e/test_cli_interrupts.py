@@ -23,7 +23,7 @@ from tests.e2e.conftest import CLAUDE, CODEX
 from tests.integration.daemon import call, running_daemon, wait_for
 from tests.integration.test_runtime import running
 
-CASES = [("claude", "anthropic:claude-sonnet-4-5"), ("codex", "openai:gpt-5.5")]
+CASES = [("claude", "anthropic:claude-opus-5-5"), ("codex", "openai:gpt-5.5")]
 
 
 async def logged(runtime: Runtime, thread: Thread) -> list[Any]:

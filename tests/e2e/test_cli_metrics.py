@@ -19,7 +19,7 @@ from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_f
 from tests.integration.test_metrics import Scrape, scrape, value
 
 CASES = [
-    ("claude", "anthropic:claude-sonnet-4-5", "messages", "anthropic"),
+    ("claude", "anthropic:claude-opus-5-5", "messages", "anthropic"),
     ("codex", "openai:gpt-5.5", "responses", "openai"),
 ]
 TIMED = "condensate_model_call_duration_seconds_count"
@@ -95,13 +95,13 @@ async def test_an_error_the_provider_answers_a_cli_with_is_counted_by_its_class(
 ) -> None:
     """The provider refuses Claude Code's key (401): each such answer the gateway relayed is
     counted as an authentication failure on the Anthropic side."""
-    fake.queue(*[Fail(401)] * 5, model="claude-sonnet-4-5")
+    fake.queue(*[Fail(401)] * 5, model="claude-opus-5-5")
     (tmp_path / "home").mkdir()
     with running_daemon(
         tmp_path / "home", fake.url, CONDENSATE_CLAUDE_BINARY=str(CLAUDE)
     ) as daemon:
         async with aiohttp.ClientSession() as session:
-            await one_turn(session, daemon, "claude", "anthropic:claude-sonnet-4-5", workdir)
+            await one_turn(session, daemon, "claude", "anthropic:claude-opus-5-5", workdir)
             counted = await scrape(session, daemon)
     refused = [r for r in fake.requests if r.endpoint == "messages" and r.status == 401]
     assert refused

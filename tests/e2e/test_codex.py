@@ -61,7 +61,7 @@ def start_daemon(tmp_path: Path, fake: FakeModelServer, **extra: str) -> DaemonP
         extra_env={
             "CONDENSATE_MODEL_WINDOWS": json.dumps({f"openai:{MODEL}": WINDOW}),
             "CONDENSATE_WINDOW_CEILING_PI": str(CEILING),
-            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-4-5",
+            "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-5-5",
             "CONDENSATE_WINDOW_DEADLINE_MS": "10000",
             # These tests walk the ladder at the line as it was designed: no cheap window
             # before it, the 3 most recent results kept.
@@ -297,7 +297,7 @@ async def test_a_summary_the_curator_cannot_write_fails_the_send(daemon, fake, w
     """A window that needs a summary is due and every model of the curator's chain fails: the
     turn ends failed with that reason, uncut, instead of growing towards Codex's own
     compaction."""
-    fake.queue(Fail(500), Fail(500), model="claude-haiku-4-5")
+    fake.queue(Fail(500), Fail(500), model="claude-haiku-5-5")
     fake.queue(
         # Two ~8k-token outputs cross the line (the cheap tiers keep the 3 most recent).
         *[shell(f"seq {i} {i + 3000}", text=f"Step {i}.") for i in range(2)],
@@ -490,7 +490,7 @@ async def test_two_threads_and_a_slow_curator_stay_under_the_ceiling(daemon, fak
     fake.queue(*[shell(f"echo {i}", text=NOTES) for i in range(12)], model=MODEL)
     fake.queue(Text("all counted"), Text("all counted"), model=MODEL)
     slow = Slow(Text("Summary: notes on the parser were taken."), chunk_delay=0.6, chunks=10)
-    fake.queue(slow, slow, slow, slow, model="claude-haiku-4-5")
+    fake.queue(slow, slow, slow, slow, model="claude-haiku-5-5")
     async with aiohttp.ClientSession() as session:
         first = await start_codex_thread(session, daemon, workdir)
         second = await start_codex_thread(session, daemon, workdir)

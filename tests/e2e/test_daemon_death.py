@@ -20,7 +20,7 @@ from tests.e2e.log import started_pid, turn_ended
 from tests.integration.daemon import DaemonProcess, call
 from tests.integration.procs import alive, descendants, environ_of
 
-CLAUDE_MODEL = "claude-sonnet-4-5"
+CLAUDE_MODEL = "claude-opus-5-5"
 CODEX_MODEL = "gpt-5.5"
 MARKER = "time.sleep(91.25)"
 

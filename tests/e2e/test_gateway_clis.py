@@ -18,7 +18,7 @@ from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.integration.test_runtime import running
 
 CASES = [
-    ("claude", "anthropic:claude-sonnet-4-5", "Bash", "messages"),
+    ("claude", "anthropic:claude-opus-5-5", "Bash", "messages"),
     ("codex", "openai:gpt-5.5", "shell", "responses"),
 ]
 
@@ -182,12 +182,12 @@ async def test_a_subscription_token_reaches_the_provider_as_a_bearer(
     monkeypatch.setenv("CONDENSATE_ANTHROPIC_AUTH_TOKEN", TOKEN)
     async with FakeModelServer(window=200_000) as fake:
         fake.configure(bearer_token=TOKEN)
-        fake.queue(Text("hello from a subscription"), model="claude-sonnet-4-5")
+        fake.queue(Text("hello from a subscription"), model="claude-opus-5-5")
         async with running(tmp_path / "home", fake=fake) as runtime:
             thread = await runtime.create(
                 ThreadSpec(
                     engine="claude",
-                    model="anthropic:claude-sonnet-4-5",
+                    model="anthropic:claude-opus-5-5",
                     cwd=str(workdir),
                     brief="say hello",
                 )

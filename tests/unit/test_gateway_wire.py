@@ -1027,6 +1027,22 @@ def test_a_notice_whose_anchor_changed_is_not_carried():
     assert with_insertions("anthropic", other, [where]) == (other, ())
 
 
+def test_a_notice_joins_the_users_turn_before_a_trailing_system_message():
+    """Claude Code ends a session's first request with a system-role message of its own: the
+    notice goes at the end of the user's turn before it."""
+    first = {
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "brief"}]},
+            {"role": "system", "content": "# Environment"},
+        ]
+    }
+    where = insertion_at_end("anthropic", first, Notice("k", "NOTE"))
+    assert where is not None
+    out, _ = with_insertions("anthropic", first, [where])
+    assert out["messages"][0]["content"][-1] == {"type": "text", "text": "NOTE"}
+    assert out["messages"][1] is first["messages"][1]
+
+
 def test_a_notice_is_not_added_after_the_models_turn():
     """A conversation ending in an assistant message (a prefill) gets no notice there: user
     text after it would be a turn of its own."""

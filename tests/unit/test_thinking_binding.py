@@ -14,8 +14,11 @@ from condensate.gateway.binding import (
     Ledger,
     Lost,
     ReplyThinking,
+    binds,
     block_key,
+    item_key,
     keep_valid,
+    keep_valid_reasoning,
     prefix_digest,
     refused_at,
     without_thinking_from,
@@ -237,3 +240,57 @@ def test_a_streamed_reply_names_its_blocks_and_the_providers_drops():
     assert reader.dropped == 1
     wanted = {block_key(_thinking("abcd")), block_key({"type": "redacted_thinking", "data": "xyz"})}
     assert set(reader.all_keys()) == wanted
+
+
+def _items(steps: int) -> dict[str, Any]:
+    """A Responses request: a brief, then ``steps`` of a reasoning item, a call and its output."""
+    items: list[Any] = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "brief"}]}
+    ]
+    for n in range(1, steps + 1):
+        items += [
+            {"type": "reasoning", "id": f"rs{n}", "summary": [], "encrypted_content": f"enc{n}"},
+            {
+                "type": "function_call",
+                "call_id": f"c{n}",
+                "name": "exec_command",
+                "arguments": "{}",
+            },
+            {"type": "function_call_output", "call_id": f"c{n}", "output": f"out {n}"},
+        ]
+    return {"model": "gpt-6.2-sol", "input": items, "tools": []}
+
+
+def _reasoning(body: dict[str, Any]) -> list[str]:
+    return [i["encrypted_content"] for i in body["input"] if i["type"] == "reasoning"]
+
+
+def test_a_responses_change_takes_out_the_reasoning_after_it():
+    """A reasoning item follows "the conversation history that comes before it"
+    (developers.openai.com/api/docs/guides/keep-prefix-unchanged): an output replaced by a
+    receipt takes out the reasoning after it the gateway did not see produced, keeps the
+    reasoning before it, and keeps reasoning produced after the change."""
+    ledger = Ledger()
+    body = _items(3)
+    changed = {**body, "input": list(body["input"])}
+    changed["input"][3] = {**changed["input"][3], "output": "[receipt]"}
+    kept = keep_valid_reasoning(changed, body, ledger, _count)
+    assert _reasoning(kept.body) == ["enc1"]
+    assert kept.lost.blocks == 2
+    ledger.record([item_key({"encrypted_content": "enc4"}) or ""], kept.prefix, output=30)
+    later = _items(4)
+    again = {**later, "input": list(later["input"])}
+    again["input"][3] = {**again["input"][3], "output": "[receipt]"}
+    # enc4 answered the changed request: the same prefix, kept; enc2 and enc3 stay out
+    assert _reasoning(keep_valid_reasoning(again, later, ledger, _count).body) == ["enc1", "enc4"]
+
+
+def test_which_models_bind_their_thinking():
+    """The Claude models that run the prefix check, and OpenAI's GPT-5.6 and later; not the
+    models before them."""
+    assert binds("anthropic", "claude-opus-5-5")
+    assert binds("anthropic", "claude-haiku-5-5-20261007")
+    assert not binds("anthropic", "claude-sonnet-4-5")
+    assert binds("openai", "gpt-6.2-sol")
+    assert binds("openai", "gpt-5.6-luna")
+    assert not binds("openai", "gpt-5.5")
