@@ -95,6 +95,18 @@ async def test_dropped_reasoning_is_re_created_once(fake, session):
     assert fake.requests[2].rethink_tokens == 0
 
 
+async def test_reasoning_the_client_left_out_is_re_created_once(fake, session):
+    """A request that holds a reply's call but not its reasoning item lost that reasoning as
+    surely as one the API dropped: the fake charges it the same way, once (stated: the same
+    estimate for every way of losing it)."""
+    history = [i for i in await first_turn(session, fake, NEWER) if i["type"] != "reasoning"]
+    fake.queue(Text("Done."), Text("Done."))
+    await respond(session, fake, NEWER, history)
+    await respond(session, fake, NEWER, history)
+    assert fake.requests[1].rethink_tokens > 150
+    assert fake.requests[2].rethink_tokens == 0
+
+
 async def test_an_unchanged_prefix_keeps_the_reasoning(fake, session):
     """A reasoning item sent back after the same history is kept: only "a prefix change"
     drops it (PAGE)."""

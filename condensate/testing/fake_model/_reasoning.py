@@ -9,14 +9,16 @@ keep-prefix-unchanged.md). No error is described, so the drop is silent. Stated,
 documented: the fake applies it from GPT-5.6 on (which models are "newer frontier models" is
 not documented); a reasoning item's prefix is the request's instructions and tools and every
 input item before it, reasoning items left out; the model re-creates a dropped item's reasoning
-once, at its reasoning tokens, as output.
+once, at its reasoning tokens, as output, whether the API dropped it or the client left it out
+of a request that still holds the calls it came with (the same estimate as for Claude's
+thinking, so that every way of losing it costs the same).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,11 +62,21 @@ class ReasoningLedger:
         self._lock = threading.Lock()
         self._sent: dict[str, tuple[str, Reasoned]] = {}
         self._charged: set[str] = set()
+        self._by_call: dict[str, str] = {}
 
-    def issue(self, keys: list[str], item: Reasoned) -> None:
+    def issue(self, keys: list[str], item: Reasoned, calls: Sequence[str] = ()) -> None:
+        """An item sent with the reply whose function calls are ``calls`` (by call id)."""
         with self._lock:
             for key in keys:
                 self._sent[key] = (keys[0], item)
+            for call in calls:
+                self._by_call[call] = keys[0]
+
+    def came_with(self, call_id: str) -> tuple[str, Reasoned] | None:
+        """The reasoning item the reply that made call ``call_id`` carried."""
+        with self._lock:
+            name = self._by_call.get(call_id)
+            return None if name is None else self._sent.get(name)
 
     def find(self, item: Mapping[str, Any]) -> tuple[str, Reasoned] | None:
         with self._lock:
@@ -102,10 +114,17 @@ def check(ledger: ReasoningLedger, model: str, body: Mapping[str, Any]) -> Reaso
     checked = 0
     dropped: list[dict[str, str]] = []
     rethink: dict[str, int] = {}
+    kept: set[str] = set()
+    calls: list[str] = []
     for index, item in enumerate(responses_items(body)):
         text = responses_item_text(item)
         if text is not None:
             before.append(_digest(text))
+            if isinstance(item, Mapping) and item.get("type") in (
+                "function_call",
+                "custom_tool_call",
+            ):
+                calls.append(str(item.get("call_id")))
             continue
         found = ledger.find(item) if isinstance(item, Mapping) else None
         if found is None:
@@ -113,10 +132,16 @@ def check(ledger: ReasoningLedger, model: str, body: Mapping[str, Any]) -> Reaso
         checked += 1
         name, sent = found
         if sent.prefix == tuple(before):
+            kept.add(name)
             continue
         dropped.append(
             {"type": "reasoning_dropped", "path": f"input.{index}", "reason": "prefix_mismatch"}
         )
         if not ledger.charged(name):
             rethink[name] = sent.tokens
+    # A reply's calls sent back without its reasoning: left out by the client, lost all the same.
+    for call in calls:
+        came = ledger.came_with(call)
+        if came is not None and came[0] not in kept and not ledger.charged(came[0]):
+            rethink[came[0]] = came[1].tokens
     return ReasoningOutcome(checked, tuple(dropped), rethink)

@@ -162,7 +162,10 @@ def _remember(state: FakeState, body: dict[str, Any], items: list[dict[str, Any]
         if "encrypted_content" in item:
             keys.append(item["encrypted_content"])
         tokens = count_text(str(body["model"]), item["summary"][0]["text"])
-        state.reasoning.issue(keys, Reasoned(reasoning_prefix(body), tokens))
+        calls = [
+            str(i["call_id"]) for i in items if i["type"] in ("function_call", "custom_tool_call")
+        ]
+        state.reasoning.issue(keys, Reasoned(reasoning_prefix(body), tokens), calls)
 
 
 async def responses(request: web.Request) -> web.StreamResponse:
