@@ -97,10 +97,13 @@ class RequestShape:
             fixed: Any = [body.get("system"), body.get("tools")]
             conversation = body.get("messages")
         else:
-            fixed = [body.get("instructions"), body.get("tools")]
-            conversation = body.get("input")
-            if isinstance(conversation, str):
-                conversation = [{"role": "user", "content": conversation}]
+            given = body.get("input")
+            if isinstance(given, str):
+                given = [{"role": "user", "content": given}]
+            listed: list[Any] = given if isinstance(given, list) else []
+            leading = _leading_fixed(listed)
+            fixed = [body.get("instructions"), body.get("tools"), *listed[:leading]]
+            conversation = listed[leading:]
         items = conversation if isinstance(conversation, list) else []
         return cls(
             model=str(body.get("model") or ""),
@@ -108,6 +111,23 @@ class RequestShape:
             messages=tuple(items),
             stream=bool(body.get("stream")),
         )
+
+
+def _leading_fixed(items: list[Any]) -> int:
+    """How many items open a Responses request as its fixed part: the tools Codex sends as an
+    ``additional_tools`` item on its default model ("lite" requests) and its developer (or
+    system) messages, before the conversation starts."""
+    count = 0
+    for item in items:
+        if not isinstance(item, Mapping):
+            break
+        kind = item.get("type", "message")
+        if kind != "additional_tools" and not (
+            kind == "message" and item.get("role") in ("developer", "system")
+        ):
+            break
+        count += 1
+    return count
 
 
 @dataclass(frozen=True)

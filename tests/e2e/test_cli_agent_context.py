@@ -339,7 +339,7 @@ async def test_near_the_line_the_conversation_carries_a_notice(tmp_path, fake, w
         tmp_path,
         fake,
         CONDENSATE_WINDOW_CEILING_CLAUDE="35000",
-        CONDENSATE_WINDOW_CEILING_PI="28000",
+        CONDENSATE_WINDOW_CEILING_PI="21000",
     )
     fake.queue(Text("Nothing to count."), model=model_of(engine))
     try:

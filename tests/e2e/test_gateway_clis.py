@@ -19,7 +19,7 @@ from tests.integration.test_runtime import running
 
 CASES = [
     ("claude", "anthropic:claude-opus-5-5", "Bash", "messages"),
-    ("codex", "openai:gpt-5.5", "shell", "responses"),
+    ("codex", "openai:gpt-6.2-sol", "shell", "responses"),
 ]
 
 
@@ -82,13 +82,11 @@ async def test_each_calls_count_is_the_providers_logged_by_the_gateway(
         events = [s.event for s in (await runtime.log.events(thread.thread_id))]
     calls = [r for r in fake.requests if r.endpoint == endpoint and r.model == bare]
     usages = [e for e in events if isinstance(e, ModelUsage)]
-    if endpoint == "messages":
-        billed = [
-            (r.input_tokens - r.cache_read - r.cache_write, r.cache_read, r.cache_write)
-            for r in calls
-        ]
-    else:  # OpenAI reports no cache writes: they are uncached input
-        billed = [(r.input_tokens - r.cache_read, r.cache_read, 0) for r in calls]
+    # Anthropic's writes and OpenAI's from GPT-5.6 on (``cache_write_tokens``) are their own
+    # class; OpenAI's earlier models report none (what they write bills as input).
+    billed = [
+        (r.input_tokens - r.cache_read - r.cache_write, r.cache_read, r.cache_write) for r in calls
+    ]
     assert [(u.input, u.cache_read, u.cache_write) for u in usages] == billed
     assert all(u.measured is not None for u in usages)
     last = usages[-1]
@@ -100,7 +98,7 @@ async def test_each_calls_count_is_the_providers_logged_by_the_gateway(
 
 
 PRICES = {
-    "openai:gpt-5.5": {"input": 2.0, "output": 16.0, "cache_read": 0.2, "cache_write": 2.0},
+    "openai:gpt-6.2-sol": {"input": 2.0, "output": 16.0, "cache_read": 0.2, "cache_write": 2.0},
 }
 """A price the setting gives over the table's (by its old name, still read)."""
 
@@ -141,7 +139,7 @@ async def test_a_threads_costs_match_what_the_provider_billed(
     usd = 0.0
     for r in calls:
         assert r.usage is not None
-        write = r.cache_write if endpoint == "messages" else 0
+        write = r.cache_write
         billed = prices.Tokens(
             r.input_tokens - r.cache_read - write, write, r.cache_read, r.usage["output_tokens"]
         )

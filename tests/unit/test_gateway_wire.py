@@ -203,6 +203,23 @@ def test_a_request_without_a_conversation_has_no_messages():
     assert RequestShape.of("openai", {}).messages == ()
 
 
+def test_codexs_leading_tools_and_developer_messages_are_its_fixed_part():
+    """Codex opens a request with its developer messages (and, on its default model, its
+    tools as an ``additional_tools`` item): they are the fixed part the baseline measures,
+    not the conversation."""
+    tools = {"type": "additional_tools", "role": "developer", "tools": [{"name": "exec"}]}
+    developer = {
+        "type": "message",
+        "role": "developer",
+        "content": [{"type": "input_text", "text": "be Codex"}],
+    }
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    shape = RequestShape.of("openai", {"input": [tools, developer, user, developer]})
+    assert shape.messages == (user, developer)
+    assert "be Codex" in shape.fixed
+    assert "exec" in shape.fixed
+
+
 def test_equal_messages_are_equal_whatever_their_key_order():
     """Key order does not make two messages differ (the meter compares them)."""
     one = RequestShape.of("anthropic", {"messages": [{"role": "user", "content": "x"}]})
