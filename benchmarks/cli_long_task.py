@@ -84,6 +84,7 @@ from adapters.codex import _cli as codex_cli
 from adapters.codex._rpc import AppServer
 from benchmarks.planner_scale import code_file, ident, prose, sentence
 from benchmarks.tasks import BRIEF, MODULES, STEERS, failing_run, passing_run
+from condensate import prices
 from condensate.ceilings import CeilingSettings, working_ceiling
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec
 from condensate.engines import installed, profile
@@ -97,11 +98,15 @@ from tests.integration.daemon import REPO, DaemonProcess, call
 
 Engine = Literal["claude", "codex"]
 ENGINES: tuple[Engine, ...] = ("claude", "codex")
-MODELS: dict[Engine, str] = {"claude": "anthropic:claude-sonnet-4-5", "codex": "openai:gpt-5.5"}
-WINDOWS: dict[Engine, int] = {"claude": 200_000, "codex": 272_000}
-"""The fake's window for the thread's model, the same in all three arms: claude-sonnet-4-5's
-real window, and gpt-5.5's window in Codex's bundled catalog (``codex debug models
---bundled``: ``context_window`` 272000), at 90 % of which Codex compacts on its own."""
+MODELS: dict[Engine, str] = {"claude": "anthropic:claude-opus-5-5", "codex": "openai:gpt-6.2-sol"}
+"""Each pinned CLI's default model: ``claude`` 2.1.332 sends claude-opus-5-5 (observed);
+``codex`` 0.171.0 runs gpt-6.2-sol when no model is set (observed; ``codex debug models
+--bundled``). ``--model`` runs another."""
+WINDOWS: dict[Engine, int] = {"claude": 1_000_000, "codex": 1_050_000}
+"""The fake's window for the thread's model, the same in all three arms: the provider's own
+(claude-opus-5-5: 1M; gpt-6.2-sol: 1.05M at the API). Claude Code alone compacts proactively
+only near its model's window (967k for Opus 5.5); Codex alone compacts at 90 % of its catalog's
+window for gpt-6.2-sol (500,000, used at 95 %). ``--window`` sets another."""
 RECOMMENDED_CEILING: dict[Engine, int] = {"claude": 60_000, "codex": 60_000}
 """The ceiling the README recommends for long tasks (``CONDENSATE_WINDOW_CEILING_CLAUDE`` /
 ``CONDENSATE_WINDOW_CEILING_PI``): the cheapest of the values tried (``--ceiling``) at which
@@ -115,8 +120,8 @@ CEILING_SETTING: dict[Engine, str] = {
     "claude": "CONDENSATE_WINDOW_CEILING_CLAUDE",
     "codex": "CONDENSATE_WINDOW_CEILING_PI",
 }
-CURATOR_MODEL = "anthropic:claude-haiku-4-5"
-CURATOR_WINDOW = 200_000
+CURATOR_MODEL = "anthropic:claude-haiku-5-5"
+CURATOR_WINDOW = 1_000_000
 TURNS = 9
 CALLS_PER_TURN = 20
 SEED = 20_261_214
@@ -539,6 +544,13 @@ class Seen:
     cache_read: int
     cache_write: int
     markers: frozenset[int]
+    output_tokens: int = 0
+    cache_write_1h: int = 0
+    rethink_tokens: int = 0
+    """Output the model spent re-creating thinking the request went without (the fake's
+    stated estimate of what lost thinking costs)."""
+    thinking_refused: bool = False
+    """Refused for a thinking block's binding."""
 
     @property
     def answered(self) -> bool:
@@ -549,12 +561,38 @@ class Seen:
         return self.input_tokens - self.cache_read - self.cache_write
 
     @property
-    def weighted(self) -> float:
-        return (
-            self.uncached * WEIGHTS["uncached"]
-            + self.cache_write * WEIGHTS["cache_write"]
-            + self.cache_read * WEIGHTS["cache_read"]
+    def tokens(self) -> prices.Tokens:
+        return prices.Tokens(
+            input=self.uncached,
+            cache_write=self.cache_write,
+            cache_read=self.cache_read,
+            output=self.output_tokens,
+            cache_write_1h=self.cache_write_1h,
         )
+
+    @property
+    def usd(self) -> float | None:
+        return prices.cost(self.model, self.tokens)
+
+    @property
+    def weighted(self) -> float:
+        """The prompt in the model's base input tokens: each class at its price's ratio to
+        input, the prompt's long-context tier included (Anthropic's ratios without a price)."""
+        price = prices.price_of(self.model)
+        if price is None or not price.input:
+            return (
+                self.uncached * WEIGHTS["uncached"]
+                + self.cache_write * WEIGHTS["cache_write"]
+                + self.cache_read * WEIGHTS["cache_read"]
+            )
+        rates = price.rates(self.input_tokens)
+        five_minute = self.cache_write - self.cache_write_1h
+        return (
+            self.uncached * rates.input
+            + five_minute * rates.cache_write
+            + self.cache_write_1h * rates.cache_write_1h
+            + self.cache_read * rates.cache_read
+        ) / price.input
 
 
 async def fetch_seen(
@@ -584,6 +622,10 @@ async def fetch_seen(
                 cache_read=entry["cache_read"],
                 cache_write=entry["cache_write"],
                 markers=frozenset(k for k in range(1, turns + 1) if marker(k) in text),
+                output_tokens=int((entry.get("usage") or {}).get("output_tokens") or 0),
+                cache_write_1h=int(entry.get("cache_write_1h") or 0),
+                rethink_tokens=int(entry.get("rethink_tokens") or 0),
+                thinking_refused=bool((entry.get("thinking") or {}).get("refused")),
             )
         )
     return seen, last
@@ -939,6 +981,7 @@ async def describe_thread(
         run.ceiling = shown.get("ceiling")
         run.line = shown.get("line")
         run.extra["over_line"] = shown.get("overLine")
+        run.extra["thinking_dropped"] = shown["costs"]["thinkingDropped"]
     events = await thread_events(session, daemon, thread)
     notices = Counter(str(e["notice"]) for e in events if e["kind"] == "engine.notice")
     run.notices = dict(notices)
@@ -996,6 +1039,12 @@ def figures(arm: Arm, run: ArmRun, ceiling: int, wall: float) -> dict[str, Any]:
         "cache_read_tokens": cache_read,
         "weighted_input": round(sum(s.weighted for s in answered), 1),
         "summary_weighted_input": round(sum(s.weighted for s in summaries), 1),
+        "output_tokens": sum(s.output_tokens for s in answered),
+        "usd": round(sum(s.usd or 0.0 for s in answered), 4),
+        "unpriced_models": sorted({s.model for s in answered if s.usd is None}),
+        "thinking_refused_requests": sum(1 for s in seen if s.thinking_refused),
+        "rethink_tokens": sum(s.rethink_tokens for s in answered),
+        "cache_write_1h_tokens": sum(s.cache_write_1h for s in answered),
         "cache_read_share": round(cache_read / total_input, 4) if total_input else None,
         "largest_request": largest,
         "largest_vs_ceiling": round(largest / ceiling, 4),
@@ -1199,16 +1248,22 @@ def table(report: dict[str, Any]) -> str:
         f"{report['task']['failing_test_runs']} failing test runs; ceilings: default "
         f"{report['default_ceiling']:,}, recommended {report['recommended_ceiling']:,}",
         "",
-        f"{'arm':<24}{'calls':>7}{'weighted in':>13}{'cache read':>12}{'largest':>10}"
-        f"{'/ceiling':>10}{'over':>6}{'restarts':>10}{'humans kept':>13}{'wall s':>9}",
+        f"{'arm':<24}{'calls':>7}{'weighted in':>13}{'USD':>9}{'cache read':>12}{'largest':>10}"
+        f"{'/ceiling':>10}{'over':>6}{'refused':>9}{'thinking lost':>15}{'restarts':>10}"
+        f"{'humans kept':>13}{'wall s':>9}",
     ]
     for name, arm in report["arms"].items():
         kept = arm["human_presence_min"]
         share = arm["cache_read_share"]
+        lost = arm.get("thinking_dropped") or {"blocks": 0, "tokens": 0}
+        thinking = f"{lost['blocks']} / {_k(lost['tokens'])}"
         lines.append(
             f"{name:<24}{arm['model_calls']:>7}{_k(arm['weighted_input']):>13}"
+            f"{arm['usd']:>9.2f}"
             f"{'-' if share is None else f'{share:.1%}':>12}{_k(arm['largest_request']):>10}"
             f"{_k(arm['ceiling']):>10}{arm['requests_over_ceiling']:>6}"
+            f"{arm['refused_requests'] + arm['thinking_refused_requests']:>9}"
+            f"{thinking:>15}"
             f"{arm['session_restarts']:>10}{'-' if kept is None else f'{kept:.2f}':>13}"
             f"{arm['wall_s']:>9}"
         )
@@ -1235,7 +1290,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceiling", type=int, default=None, help="override the recommended one")
     parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms to run")
     parser.add_argument("--keep", type=Path, default=None, help="keep state under this dir")
+    parser.add_argument("--model", default=None, help="provider:model (default: the CLI's own)")
+    parser.add_argument("--window", type=int, default=None, help="the fake's window for it")
     args = parser.parse_args(argv)
+    if args.model is not None:
+        MODELS[args.engine] = args.model
+    if args.window is not None:
+        WINDOWS[args.engine] = args.window
     if args.turns < 1 or args.calls_per_turn < 1:
         parser.error("--turns and --calls-per-turn must be at least 1")
     arms = [a for a in args.arms.split(",") if a]

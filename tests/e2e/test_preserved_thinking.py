@@ -25,6 +25,7 @@ from condensate.testing.fake_model import (
 from tests.e2e.conftest import CLAUDE, CODEX
 from tests.e2e.log import Events, check_pairs, turn_ended
 from tests.integration.daemon import DaemonProcess, call
+from tests.integration.test_metrics import scrape, value
 
 MODELS = {"claude": "claude-opus-5-5", "codex": "gpt-6.2-sol"}
 """Each pinned CLI's default model (claude 2.1.332; codex 0.171.0's catalog)."""
@@ -125,8 +126,8 @@ async def test_windows_in_flight_keep_every_request_valid_and_log_the_thinking_t
     place of the results they clear), and takes out the thinking produced before each change
     that came after it, which the provider would refuse (Claude) or drop (Codex). No request
     is refused, the turn completes, every block the CLI holds and the provider did not get is
-    logged as dropped, the thinking produced after the last change still reaches the model,
-    and the fake charged the re-thinking."""
+    logged as dropped (and shown by GET /threads/:id and /metrics), the thinking produced after
+    the last change still reaches the model, and the fake charged the re-thinking."""
     fake.queue(
         *[step(engine, f"seq {i} {i + 700}") for i in range(14)],
         Text("all counted"),
@@ -135,11 +136,17 @@ async def test_windows_in_flight_keep_every_request_valid_and_log_the_thinking_t
     async with aiohttp.ClientSession() as session:
         thread = await start(session, daemon, workdir, engine)
         events = await turn_ended(session, daemon, thread)
+        _, shown = await call(session, daemon, "GET", f"/threads/{thread}")
+        metrics = await scrape(session, daemon)
 
     assert [e["window_kind"] for e in events if e["kind"] == "window"], "no window was taken"
     sent = generations(fake, engine)
     assert all(r.status == 200 for r in sent)
     blocks, tokens = dropped(events)
+    assert shown["costs"]["thinkingDropped"] == {"blocks": blocks, "tokens": tokens}
+    labels = {"engine": engine, "model": MODELS[engine]}
+    assert value(metrics, "condensate_thinking_dropped_blocks_total", labels) == blocks
+    assert value(metrics, "condensate_thinking_dropped_tokens_total", labels) == tokens
     last = sent[-1]
     assert blocks == produced(engine, last) - signed(engine, last) > 0
     assert tokens > 0

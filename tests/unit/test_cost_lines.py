@@ -56,3 +56,17 @@ def test_a_priced_preview_shows_dollars_and_an_unpriced_curator_its_line():
     (summary,) = [line for line in shown(priced) if line.startswith("summary")]
     assert "$" in summary
     assert summary.endswith(NO_PRICE)
+
+
+def test_the_thinking_a_thread_went_without_follows_its_cost():
+    """Thinking the calls went without is said beside the cost, blocks and tokens; nothing is
+    said when none was lost."""
+    costs = {
+        "usd": 0.5,
+        "calls": 9,
+        "unpriced": [],
+        "thinkingDropped": {"blocks": 3, "tokens": 1234},
+    }
+    assert cost_text(costs) == "$0.5000 (9 calls), thinking dropped: 3 blocks (~1,234 tokens)"
+    none = {**costs, "thinkingDropped": {"blocks": 0, "tokens": 0}}
+    assert cost_text(none) == "$0.5000 (9 calls)"
