@@ -125,6 +125,10 @@ CURATOR_WINDOW = 1_000_000
 TURNS = 9
 CALLS_PER_TURN = 20
 SEED = 20_261_214
+PACE = 38.0
+"""Seconds of the fake's clock per model call of the thread: 95 calls an hour, the pace of
+the long task's log (``benchmarks/log_growth.py``). Cache entries expire by that clock
+(Anthropic's after 5 minutes unused, OpenAI's after 5 to 30); ``--pace 0`` runs without."""
 TURN_TIMEOUT = 900.0
 """Seconds one human turn may take before the arm is abandoned as hung."""
 GOALS = {
@@ -382,6 +386,9 @@ class Router:
     curator_model: str
     windows: dict[str, int]
     claude_summary: bool
+    pace: float = 0.0
+    """Seconds the fake's clock moves before each of the thread's model calls: the run takes
+    seconds, the work it stands for an hour, and a cache entry expires by the clock."""
     runner: web.AppRunner | None = None
     session: aiohttp.ClientSession | None = None
     url: str = ""
@@ -463,6 +470,12 @@ class Router:
             pending: dict[str, int] = (await answer.json())["pending"]
             return pending
 
+    async def advance(self, seconds: float) -> None:
+        assert self.session is not None
+        payload = {"advance": seconds}
+        async with self.session.post(f"{self.fake_url}/_fake/clock", json=payload) as answer:
+            answer.raise_for_status()
+
     async def queue(self, model: str, reply: Reply) -> None:
         assert self.session is not None
         payload = {"replies": [reply_to_json(reply)], "model": model}
@@ -489,6 +502,8 @@ class Router:
         headers["x-bench-kind"] = kind
         headers["x-bench-turn"] = str(self.script.turn)
         async with self._lock:
+            if kind == "main" and self.pace > 0:
+                await self.advance(self.pace)
             queued = reply is not None and not self.refused(endpoint, body, len(raw))
             if queued:
                 assert reply is not None
@@ -1092,6 +1107,7 @@ class Setup:
     task: Task
     root: Path
     recommended: int
+    pace: float
 
 
 async def run_arm(name: str, setup: Setup) -> dict[str, Any]:
@@ -1117,6 +1133,7 @@ async def run_arm(name: str, setup: Setup) -> dict[str, Any]:
         bare_model(CURATOR_MODEL),
         windows,
         claude_summary=engine == "claude",
+        pace=setup.pace,
     )
     recorder = Recorder(fake.url, len(task.turns), state / "requests.jsonl")
     arm = Arm(name, engine, setup.binary, task, router, recorder, work, state)
@@ -1195,6 +1212,7 @@ def run(
     recommended: int | None = None,
     arms: Sequence[str] = ARMS,
     keep: Path | None = None,
+    pace: float = PACE,
 ) -> dict[str, Any]:
     binary = binary_of(engine)
     task = build_task(turns, calls_per_turn)
@@ -1203,7 +1221,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix=f"condensate-{engine}-long-task-") as tmp:
         root = keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        setup = Setup(engine, binary, task, root, ceiling)
+        setup = Setup(engine, binary, task, root, ceiling, pace)
         measured = asyncio.run(measure(setup, arms))
     return {
         "benchmark": "cli_long_task",
@@ -1216,6 +1234,7 @@ def run(
         "default_ceiling": default_ceiling(engine),
         "recommended_ceiling": ceiling,
         "recommended_ceiling_setting": CEILING_SETTING[engine],
+        "pace_s": pace,
         "weights": WEIGHTS,
         "task": {
             "seed": SEED,
@@ -1292,6 +1311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None, help="keep state under this dir")
     parser.add_argument("--model", default=None, help="provider:model (default: the CLI's own)")
     parser.add_argument("--window", type=int, default=None, help="the fake's window for it")
+    parser.add_argument(
+        "--pace", type=float, default=PACE, help="seconds of the fake's clock a call"
+    )
     args = parser.parse_args(argv)
     if args.model is not None:
         MODELS[args.engine] = args.model
@@ -1313,6 +1335,7 @@ def main(argv: list[str] | None = None) -> int:
         recommended=args.ceiling,
         arms=arms,
         keep=args.keep,
+        pace=args.pace,
     )
     print(json.dumps(report, indent=2) if args.json else table(report))
     return 0

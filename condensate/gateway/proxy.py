@@ -62,12 +62,14 @@ from condensate.gateway.wire import (
     SseSplitter,
     credential_of,
     error_body,
+    first_result,
     held_reply,
     held_stream,
     held_text,
     insertion_at_end,
     newest_result,
     result_ids,
+    with_breakpoint,
     with_clamps,
     with_insertions,
     with_receipts,
@@ -266,6 +268,9 @@ class _SessionEdits:
 
     insertions: list[Insertion] = field(default_factory=list)
     ledger: Ledger = field(default_factory=Ledger)
+    shown: frozenset[str] = frozenset()
+    """The results the session's last rewritten request showed otherwise (receipts, pages,
+    clamps), by call id: a new one is where the cached prefix ends."""
 
     def add(self, api: Api, document: Mapping[str, Any], notices: Notices) -> None:
         """Each notice due and not yet added goes after the request's last message."""
@@ -544,6 +549,14 @@ class Gateway:
             keep = keep_valid if call.api == "anthropic" else keep_valid_reasoning
             kept = keep(exact, original, edits.ledger, counter_for(call.shape.model).count)
             exact, call.lost, call.prefix = kept.body, kept.lost, kept.prefix
+        new = set(rewrite.shown) - edits.shown
+        edits.shown = frozenset(rewrite.shown)
+        if call.api == "anthropic" and new:
+            # The provider reads its cache only at a breakpoint (and up to 20 blocks before
+            # it): one before the first result shown anew lets it read all that came before.
+            at = first_result(exact, new)
+            if at is not None and at > 0:
+                exact = with_breakpoint(exact, at - 1)
         return _dumps(exact)
 
     def _measure(self, call: _Call, document: Mapping[str, Any]) -> int:

@@ -900,3 +900,69 @@ def with_insertions(
             ]
     out["messages" if api == "anthropic" else "input"] = items
     return out, tuple(carried)
+
+
+# -- where the prompt cache is read again --------------------------------------------------------
+
+MAX_BREAKPOINTS = 4
+"""Anthropic's limit of ``cache_control`` breakpoints a request (prompt caching)."""
+BREAKPOINT = {"type": "ephemeral"}
+
+
+def first_result(body: Mapping[str, Any], calls: set[str]) -> int | None:
+    """The index of the first message holding a result of one of ``calls`` (Messages API)."""
+    messages = body.get("messages")
+    for i, message in enumerate(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else []:
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "tool_result"
+                and str(block.get("tool_use_id")) in calls
+            ):
+                return i
+    return None
+
+
+def _markers(blocks: Any) -> int:
+    """The breakpoints a list of blocks carries (tools, system blocks, a message's content,
+    and the blocks inside a tool result: where ``cache_control`` may stand)."""
+    if not isinstance(blocks, list):
+        return 0
+    count = 0
+    for block in blocks:
+        if isinstance(block, Mapping):
+            count += "cache_control" in block
+            if block.get("type") == "tool_result":
+                count += _markers(block.get("content"))
+    return count
+
+
+def with_breakpoint(body: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """``body`` with a cache breakpoint on the last block of message ``index``, where a
+    request that changed a part after it can read the cache again: Anthropic looks for a hit
+    only at a breakpoint and up to 20 blocks before it (prompt caching), so a request the
+    gateway changed in its middle would otherwise read nothing past its system prompt. Left
+    as it is when the block is marked already, cannot be marked (a thinking block), or the
+    request has no breakpoint to spare."""
+    out = dict(body)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not 0 <= index < len(messages):
+        return out
+    message = messages[index]
+    if not isinstance(message, Mapping):
+        return out
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    if not blocks or not isinstance(blocks[-1], Mapping):
+        return out
+    last = blocks[-1]
+    if "cache_control" in last or last.get("type") in ("thinking", "redacted_thinking"):
+        return out
+    used = _markers(body.get("tools")) + _markers(body.get("system")) + ("cache_control" in body)
+    used += sum(_markers(m.get("content")) for m in messages if isinstance(m, Mapping))
+    if used >= MAX_BREAKPOINTS:
+        return out
+    marked = {**message, "content": [*blocks[:-1], {**last, "cache_control": BREAKPOINT}]}
+    out["messages"] = [*messages[:index], marked, *messages[index + 1 :]]
+    return out

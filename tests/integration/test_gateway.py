@@ -551,6 +551,61 @@ async def test_a_request_with_receipts_goes_on_exactly_as_sent_but_for_them(
     assert sent[0] == messages[0]
 
 
+@dataclass
+class Clearing(Cleared):
+    """``Cleared``, whose cleared results a test may add to between requests."""
+
+
+async def test_a_request_with_a_new_receipt_still_reads_the_cache_before_it(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """Claude Code marks only its system prompt and its last block; the provider looks for a
+    hit at a breakpoint and up to 20 blocks before it (platform.claude.com/docs/en/
+    build-with-claude/prompt-caching). When the gateway shows an earlier result as a receipt,
+    it marks the message before that result too, so the request reads the cached prefix up to
+    it instead of writing it all again; without the mark only the system prompt would be read."""
+    step = [
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {}}],
+        }
+        for i in range(30)
+    ]
+    results = [
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": long_text()}],
+        }
+        for i in range(30)
+    ]
+    messages: list[dict[str, Any]] = [user("count")]
+    for i in range(30):
+        messages += [step[i], results[i]]
+    admitter = Clearing({})
+    fake.queue(*[Text("go on")] * 3)
+    async with serving(upstream_for(fake), admitter=admitter) as served:
+        key = served.key()
+        # The sixth result was the newest when its request was sent: its prefix is cached,
+        # far more than 20 blocks before the end of the request that clears the seventh.
+        at = 1 + 2 * 6
+        for upto in (at, len(messages)):
+            sent = [*messages[: upto - 1], cached(messages[upto - 1])]
+            answer = await post(http, served.anthropic(), claude_body(sent), key)
+            assert answer.status == 200
+        admitter.cleared["t6"] = "[receipt seq 7]"
+        answer = await post(
+            http, served.anthropic(), claude_body([*messages[:-1], cached(messages[-1])]), key
+        )
+        assert answer.status == 200
+    first, _, after = fake.requests
+    marked = [
+        i for i, m in enumerate(after.body["messages"]) if "cache_control" in m["content"][-1]
+    ]
+    assert marked == [at - 1 + 1, len(messages) - 1]
+    # The cache is read up to the receipt's call: the prefix the first request wrote.
+    assert after.cache_read >= first.cache_read + first.cache_write - 10
+
+
 async def test_count_tokens_is_forwarded_and_logs_no_usage(
     served: Served, fake: FakeModelServer, http: aiohttp.ClientSession
 ) -> None:

@@ -23,12 +23,14 @@ from condensate.gateway.wire import (
     SseSplitter,
     credential_of,
     error_body,
+    first_result,
     held_reply,
     held_stream,
     held_text,
     insertion_at_end,
     newest_result,
     result_ids,
+    with_breakpoint,
     with_insertions,
     with_receipts,
     with_reset,
@@ -1106,3 +1108,42 @@ def test_the_newest_result_names_its_calls_tool_and_size():
     assert newest_result("openai", responses) == NewestResult("c", "condense", 4)
     assert newest_result("openai", {"input": "text"}) is None
     assert newest_result("anthropic", {"messages": [user("hi")]}) is None
+
+
+# -- where the cache is read again ---------------------------------------------------------------
+
+
+def _turns(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "brief"}]
+    for i in range(n):
+        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"c{i}"}]})
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"c{i}"}]}
+        )
+    return messages
+
+
+def test_a_breakpoint_goes_before_the_first_result_shown_anew():
+    """Anthropic reads its cache only at a breakpoint and up to 20 blocks before it: the
+    message before the first result the gateway now shows otherwise gets one, so that all
+    before it is read; the rest of the request is the same objects."""
+    system = [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}]
+    body: dict[str, Any] = {"system": system, "messages": _turns(5)}
+    at = first_result(body, {"c2", "c4"})
+    assert at == 6
+    out = with_breakpoint(body, at - 1)
+    assert out["messages"][5]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    pairs = enumerate(zip(out["messages"], body["messages"], strict=True))
+    assert all(a is b for i, (a, b) in pairs if i != 5)
+
+
+def test_no_breakpoint_past_the_four_a_request_may_carry():
+    """A request that carries four breakpoints already gets no fifth (the API would refuse
+    it), nor a second on a marked block."""
+    marked = {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}
+    messages = _turns(3)
+    messages[-1]["content"][-1] = {**messages[-1]["content"][-1], "cache_control": {}}
+    tools = [{"name": "t", "cache_control": {}}]
+    body: dict[str, Any] = {"system": [marked, marked], "tools": tools, "messages": messages}
+    assert with_breakpoint(body, 2) == body
+    assert with_breakpoint(body, len(body["messages"]) - 1) == body
