@@ -606,6 +606,44 @@ async def test_a_request_with_a_new_receipt_still_reads_the_cache_before_it(
     assert after.cache_read >= first.cache_read + first.cache_write - 10
 
 
+async def test_a_binding_refusal_is_said_and_sent_again_without_the_refused_thinking(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A 400 "bound to a different conversation" that reaches the gateway all the same (here
+    the CLI itself changed an earlier message) is logged as what it is, a system line, never an
+    overflow, and the request goes again once without the thinking from the refused block on,
+    the documented fix ("Remove the block"); the call's usage counts the block it lost."""
+    opus = "claude-opus-5-5"
+    thinking = {"type": "adaptive", "display": "omitted"}
+    first = [user("count")]
+    fake.queue(Text("one"), Text("two"))
+    recorder = Recorder()
+    async with serving(upstream_for(fake), recorder=recorder, admitter=Cleared({})) as served:
+        key = served.key()
+        body = {**claude_body(first, stream=False), "model": opus, "thinking": thinking}
+        answer = await post(http, served.anthropic(), body, key)
+        reply = json.loads(answer.text)
+        assert reply["content"][0]["type"] == "thinking"
+        history = [
+            user("count, please"),  # the CLI changed what came before the signed block
+            {"role": "assistant", "content": reply["content"]},
+            user("go on"),
+        ]
+        answer = await post(http, served.anthropic(), {**body, "messages": history}, key)
+        await recorder.logged_at_least(2)
+    assert answer.status == 200, answer.text
+    refused, retried = fake.requests[1:]
+    assert refused.status == 400
+    assert refused.thinking is not None
+    assert refused.thinking.refused
+    assert retried.status == 200
+    assert not [b for b in retried.body["messages"][1]["content"] if b["type"] == "thinking"]
+    ((_, code, text),) = recorder.lines
+    assert code == "thinking-refused"
+    assert "messages.1.content.0" in text
+    assert recorder.usages[-1][1].thinking_dropped == 1
+
+
 async def test_count_tokens_is_forwarded_and_logs_no_usage(
     served: Served, fake: FakeModelServer, http: aiohttp.ClientSession
 ) -> None:
