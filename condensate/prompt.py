@@ -8,6 +8,7 @@ message right after the calls, as the Messages API requires.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from condensate import reset
@@ -90,6 +91,17 @@ def to_messages(view: Projection) -> list[Message]:
     memo.count = len(view.entries)
     view.memo = memo
     return list(messages)
+
+
+def shared_through(previous: Sequence[Message], now: Sequence[Message]) -> int | None:
+    """The last message ``now`` shares with ``previous`` (compared by value), or None when
+    they share none: where the provider's cache of the previous request ends in this one."""
+    shared = 0
+    for before, after in zip(previous, now, strict=False):
+        if before != after:
+            break
+        shared += 1
+    return shared - 1 if shared else None
 
 
 def with_notice(messages: list[Message], text: str) -> list[Message]:

@@ -41,9 +41,9 @@ from condensate.events import (
 )
 from condensate.meter import ContextUsage
 from condensate.projector import Projection
-from condensate.prompt import to_messages, with_notice
+from condensate.prompt import shared_through, to_messages, with_notice
 from condensate.providers import parse_model
-from condensate.providers.types import Request, ToolSpec
+from condensate.providers.types import Message, Request, ToolSpec
 from condensate.staged_warnings import due_warning
 from condensate.tokens import counter_for
 
@@ -135,6 +135,8 @@ class NativeEngine:
         self.wanted = named_tools(spec)
         """The tools the spec names; one the permissions forbid is refused by ``run_tool``."""
         self.system = system_prompt(spec)
+        self.sent: tuple[Message, ...] = ()
+        """The messages of the thread's last request (where its cached prefix is found)."""
         self.tool_context = ToolContext(
             cwd=Path(spec.cwd),
             permissions=spec.permissions,
@@ -189,9 +191,11 @@ class NativeEngine:
                 system=self.system,
                 tools=self.tools,
                 notice=self._notice(check.usage),
+                cached_through=shared_through(self.sent, messages),
                 cache_key=ctx.thread_id,
                 on_text=ctx.streamed,
             )
+            self.sent = request.messages
             try:
                 reply = await ctx.client().complete(request)
             except ContextWindowExceeded as exc:

@@ -55,21 +55,28 @@ CACHED = {"type": "ephemeral"}
 (platform.claude.com/docs/en/build-with-claude/prompt-caching)."""
 
 
-def _breakpoints(messages: list[dict[str, Any]]) -> None:
-    """Marks where the prompt is cached: the end of this request, and the end of the last
-    one (the user message before the last reply), which the API finds again exactly however
-    many blocks the reply and its results added (its lookback reaches only 20 blocks)."""
-    users = [m for m in messages if m["role"] == "user" and m["content"]]
-    for message in users[-2:]:
-        last = message["content"][-1]
+def _breakpoints(messages: list[dict[str, Any]], through: int | None) -> None:
+    """Marks where the prompt is cached: the end of this request, and where the last one's
+    cached prefix ends in it (``through``; by default the user message before the last
+    reply), which the API finds again exactly however many blocks came after it (its lookback
+    reaches only 20 blocks, so a request changed in its middle would read nothing more)."""
+    if not messages:
+        return
+    if through is None:
+        users = [i for i, m in enumerate(messages) if m["role"] == "user" and m["content"]]
+        through = users[-2] if len(users) > 1 else None
+    for index in {len(messages) - 1, *(() if through is None else (through,))}:
+        if not 0 <= index < len(messages) or not messages[index]["content"]:
+            continue
+        last = messages[index]["content"][-1]
         if last.get("type") not in ("thinking", "redacted_thinking"):
-            message["content"][-1] = {**last, "cache_control": CACHED}
+            messages[index]["content"][-1] = {**last, "cache_control": CACHED}
 
 
 def request_body(request: Request) -> dict[str, Any]:
     messages = [_message(m) for m in request.messages]
     if request.cached:
-        _breakpoints(messages)
+        _breakpoints(messages, request.cached_through)
     if request.notice is not None:
         note = {"type": "text", "text": request.notice}
         if messages and messages[-1]["role"] == "user":

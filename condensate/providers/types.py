@@ -70,6 +70,10 @@ class Request:
     notice: str | None = None
     """A note for this request only: user text after the last message, past the prompt
     cache's last breakpoint, so the cached prefix of the next request is unchanged."""
+    cached_through: int | None = None
+    """The last message this request shares with the conversation's previous one (where
+    the provider finds that request's cached prefix again, when the view changed in between);
+    None: the user message before the last reply, as when the view only grew."""
     cached: bool = True
     """Whether the prompt is marked for the provider's cache. A one-off call (a curator's
     summary) is not: a cache write costs more than input and is never read back."""

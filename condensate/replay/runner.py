@@ -27,7 +27,7 @@ from condensate.events import (
 )
 from condensate.planner import Cut
 from condensate.projector import Projection
-from condensate.prompt import to_messages
+from condensate.prompt import shared_through, to_messages
 from condensate.providers import ModelClient
 from condensate.providers._http import RetryPolicy
 from condensate.providers.anthropic import AnthropicClient
@@ -101,6 +101,8 @@ class Run:
     main: Bill = field(default_factory=Bill)
     summaries: Bill = field(default_factory=Bill)
     calls: list[CallRecord] = field(default_factory=list)
+    sent: tuple[Message, ...] = ()
+    """The messages of the last request (where its cached prefix is found again)."""
     summarized: set[int] = field(default_factory=set)
     windows: Counter[str] = field(default_factory=Counter)
     summaries_written: int = 0
@@ -176,10 +178,12 @@ class Run:
             request = Request(
                 model=self.model,
                 messages=tuple(messages),
+                cached_through=shared_through(self.sent, messages),
                 system=self.system,
                 max_tokens=8_192,
                 stream=False,
             )
+            self.sent = request.messages
             try:
                 completion = await self.client.complete(request)
             except ContextWindowExceeded as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from condensate.prompt import shared_through
 from condensate.providers import anthropic
 from condensate.providers.openai import ChatClient, ResponsesClient
 from condensate.providers.types import Message, Request, Text, ToolOutput, ToolUse
@@ -87,3 +88,30 @@ def test_an_openai_request_names_its_cache_key_and_ends_with_its_notice():
     assert body["prompt_cache_key"] == "t-1"
     assert body["input"][-1]["content"] == [{"type": "input_text", "text": "NOTE"}]
     assert ChatClient.request_body(request)["messages"][-1] == {"role": "user", "content": "NOTE"}
+
+
+def test_after_a_change_in_its_middle_the_request_marks_where_the_last_one_still_holds():
+    """A window replaced an old result: the request marks the last message it shares with the
+    one before it, so that the provider reads the cache up to there instead of only the system
+    prompt (its lookback from this request's end reaches 20 blocks)."""
+    before = list(_steps(30))
+    now = list(before)
+    now[20] = Message("user", (ToolOutput("c9x0", "[receipt]"),))
+    through = shared_through(before, now)
+    assert through == 19
+    body = anthropic.request_body(
+        Request("claude-opus-5-5", tuple(now), system="S", cached_through=through)
+    )
+    assert _marked(body) == [
+        "system",
+        "messages.19.content.0",
+        f"messages.{len(now) - 1}.content.0",
+    ]
+
+
+def test_a_request_that_only_grew_marks_the_last_ones_end():
+    """The view only grew: the shared part ends at the last request's last message."""
+    before = list(_steps(3))
+    now = list(_steps(4))
+    assert shared_through(before, now) == len(before) - 1
+    assert shared_through([], now) is None
