@@ -185,8 +185,8 @@ async def responses(request: web.Request) -> web.StreamResponse:
     cost = priced(state, model, body, responses_blocks(body))
     turn = state.begin(model, _paying(state, cost, outcome))
     streaming = bool(body.get("stream"))
-    if turn.refusal is not None:
-        status = 200 if streaming and turn.refusal.mode == "stream" else 400
+
+    def logged(status: int, usage: dict[str, Any] | None = None) -> None:
         record(
             request,
             "openai",
@@ -195,8 +195,13 @@ async def responses(request: web.Request) -> web.StreamResponse:
             status=status,
             reply=turn.kind,
             turn=turn,
+            usage=usage,
             details=details,
         )
+
+    if turn.refusal is not None:
+        status = 200 if streaming and turn.refusal.mode == "stream" else 400
+        logged(status)
         if status == 200:
             return await _stream_failed(request, turn, body)
         return context_exceeded(CONTEXT_WINDOW_MESSAGE, "input")
@@ -204,34 +209,14 @@ async def responses(request: web.Request) -> web.StreamResponse:
     assert plan is not None
     reply = plan.body
     if isinstance(reply, Fail | Html | Raw):
-        status = reply.status if isinstance(reply, Fail) else special_status(reply)
-        record(
-            request,
-            "openai",
-            "responses",
-            body,
-            status=status,
-            reply=turn.kind,
-            turn=turn,
-            details=details,
-        )
+        logged(reply.status if isinstance(reply, Fail) else special_status(reply))
         if isinstance(reply, Fail):
             return fail_response(reply)
         return await special_reply(request, plan, streaming=streaming, headers=request_id())
     assert isinstance(reply, Text | ToolCalls)
     reply, cut = cut_reply(plan, reply)
     usage = _usage(turn, reply, outcome.rethink_tokens)
-    record(
-        request,
-        "openai",
-        "responses",
-        body,
-        status=200,
-        reply=turn.kind,
-        turn=turn,
-        usage=usage,
-        details=details,
-    )
+    logged(200, usage)
     items = _items(turn, body, reply)
     _remember(state, body, items)
     if cut:
