@@ -1054,6 +1054,7 @@ def figures(arm: Arm, run: ArmRun, ceiling: int, wall: float) -> dict[str, Any]:
         "cache_read_tokens": cache_read,
         "weighted_input": round(sum(s.weighted for s in answered), 1),
         "summary_weighted_input": round(sum(s.weighted for s in summaries), 1),
+        "by_model": by_model(answered),
         "output_tokens": sum(s.output_tokens for s in answered),
         "usd": round(sum(s.usd or 0.0 for s in answered), 4),
         "unpriced_models": sorted({s.model for s in answered if s.usd is None}),
@@ -1089,6 +1090,38 @@ def figures(arm: Arm, run: ArmRun, ceiling: int, wall: float) -> dict[str, Any]:
     out.update(run.extra)
     if tail is not None:
         out["daemon_log_tail"] = tail
+    return out
+
+
+def ratios(model: str) -> dict[str, float]:
+    """Each token class's price as a share of the model's input price (its short-context
+    tier); Anthropic's usual ratios for a model without a price."""
+    price = prices.price_of(model)
+    if price is None or not price.input:
+        return {**WEIGHTS, "cache_write_1h": 2.0}
+    rates = price.rates(0)
+    return {
+        "uncached": 1.0,
+        "cache_write": rates.cache_write / rates.input,
+        "cache_write_1h": rates.cache_write_1h / rates.input,
+        "cache_read": rates.cache_read / rates.input,
+    }
+
+
+def by_model(answered: Sequence[Seen]) -> dict[str, dict[str, Any]]:
+    """The arm's tokens by class, model by model, with the ratios they are weighted by."""
+    out: dict[str, dict[str, Any]] = {}
+    for model in sorted({s.model for s in answered}):
+        calls = [s for s in answered if s.model == model]
+        out[model] = {
+            "calls": len(calls),
+            "uncached": sum(s.uncached for s in calls),
+            "cache_write": sum(s.cache_write for s in calls),
+            "cache_write_1h": sum(s.cache_write_1h for s in calls),
+            "cache_read": sum(s.cache_read for s in calls),
+            "weighted_input": round(sum(s.weighted for s in calls), 1),
+            "ratios": ratios(model),
+        }
     return out
 
 
