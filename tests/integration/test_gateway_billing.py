@@ -21,23 +21,8 @@ from tests.integration.test_gateway import (
     upstream_for,
     user,
 )
+from tests.unit.test_reply_usage import ANTHROPIC_USAGE, RESPONSES_USAGE
 
-ANTHROPIC_USAGE = {
-    "input_tokens": 23_000,
-    "cache_read_input_tokens": 40_000,
-    "cache_creation_input_tokens": 5_000,
-    "cache_creation": {"ephemeral_5m_input_tokens": 1_000, "ephemeral_1h_input_tokens": 4_000},
-    "output_tokens": 1_000,
-    "iterations": [
-        {"type": "compaction", "input_tokens": 180_000, "output_tokens": 3_500},
-        {"type": "message", "input_tokens": 23_000, "output_tokens": 1_000},
-    ],
-}
-RESPONSES_USAGE = {
-    "input_tokens": 10_000,
-    "input_tokens_details": {"cached_tokens": 6_000, "cache_write_tokens": 3_000},
-    "output_tokens": 200,
-}
 STREAM = pytest.mark.parametrize("stream", [True, False])
 
 

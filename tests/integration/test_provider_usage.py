@@ -15,19 +15,9 @@ from condensate.providers import Endpoint, ProviderSettings, make_client
 from condensate.providers._http import RetryPolicy, Timeouts
 from condensate.providers.types import Message, Request, Usage
 from condensate.testing.fake_model import FakeModelServer, Raw
+from tests.unit.test_reply_usage import ANTHROPIC_USAGE, RESPONSES_USAGE
 
 MODELS = {"anthropic": "anthropic:claude-opus-5-5", "openai": "openai:gpt-6.2-sol"}
-ANTHROPIC_USAGE = {
-    "input_tokens": 23_000,
-    "cache_read_input_tokens": 40_000,
-    "cache_creation_input_tokens": 5_000,
-    "cache_creation": {"ephemeral_5m_input_tokens": 1_000, "ephemeral_1h_input_tokens": 4_000},
-    "output_tokens": 1_000,
-    "iterations": [
-        {"type": "compaction", "input_tokens": 180_000, "output_tokens": 3_500},
-        {"type": "message", "input_tokens": 23_000, "output_tokens": 1_000},
-    ],
-}
 ANTHROPIC_BILLED = Usage(
     input=23_000,
     cache_read=40_000,
@@ -37,11 +27,6 @@ ANTHROPIC_BILLED = Usage(
     compaction_input=180_000,
     compaction_output=3_500,
 )
-RESPONSES_USAGE = {
-    "input_tokens": 10_000,
-    "input_tokens_details": {"cached_tokens": 6_000, "cache_write_tokens": 3_000},
-    "output_tokens": 200,
-}
 RESPONSES_BILLED = Usage(input=1_000, cache_read=6_000, cache_write=3_000, output=200)
 
 
