@@ -180,12 +180,13 @@ def _fixed(body: Mapping[str, Any]) -> list[Any]:
     return [body.get("tools"), body.get("system"), body.get("instructions")]
 
 
-def _first_change(body: Mapping[str, Any], original: Mapping[str, Any], key: str) -> int:
+def _first_change(
+    body: Mapping[str, Any], original: Mapping[str, Any], key: str, own: set[int]
+) -> int:
     """The index of the first message (item) of ``body`` the gateway made or changed (those
-    it kept are the CLI's own objects); 0 when the fixed part changed."""
+    it kept are the CLI's own objects, ``own`` by id); 0 when the fixed part changed."""
     if any(body.get(k) is not original.get(k) for k in ("system", "tools", "instructions")):
         return 0
-    own = {id(m) for m in original.get(key) or []}
     conversation = body.get(key)
     items = conversation if isinstance(conversation, list) else []
     for i, item in enumerate(items):
@@ -213,8 +214,8 @@ def keep_valid(
     """``body`` (what the gateway made of ``original``, the CLI's request, sharing the
     messages it left alone) with the thinking blocks whose binding its changes broke taken
     out, and those a session removed before kept out."""
-    first = _first_change(body, original, "messages")
     own = {id(m) for m in original.get("messages") or []}
+    first = _first_change(body, original, "messages", own)
     prefix = _Prefix(_fixed(body))
     lost = Lost()
     messages: list[Any] = []
@@ -270,7 +271,7 @@ def keep_valid_reasoning(
     conversation = body.get("input")
     if not isinstance(conversation, list):
         return Kept(dict(body), Lost(), prefix_digest(body))
-    first = _first_change(body, original, "input")
+    first = _first_change(body, original, "input", {id(i) for i in original.get("input") or []})
     prefix = _Prefix(_fixed(body))
     lost = Lost()
     items: list[Any] = []

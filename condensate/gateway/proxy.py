@@ -491,11 +491,12 @@ class Gateway:
         model = leading_model(body)
         if model is None:
             return gate is None
-        if self.edits.get(self._key(call, model)):
+        key = self._key(call, model)
+        if self.edits.get(key):
             return False  # its notices go in, and thinking taken out stays out
         if gate is None:
             return True
-        meter = self.meters.get(self._key(call, model))
+        meter = self.meters.get(key)
         size = meter.bound(body) if meter is not None else None
         return size is not None and size <= gate
 
