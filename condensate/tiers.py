@@ -25,21 +25,22 @@ if TYPE_CHECKING:
 class TierSettings:
     small_result_tokens: int = 200
     """Cheap tiers leave results below this size alone (ours)."""
-    keep_pairs: int = 1
+    keep_pairs: int = 3
     """... and the most recent tool pairs, beside the latest batch's results, which are never
-    cleared (``CONDENSATE_WINDOW_KEEP_PAIRS``; 1 measured cheapest, with retention intact:
-    ``benchmarks/long_task.py``)."""
+    cleared (``CONDENSATE_WINDOW_KEEP_PAIRS``; the spec: cheap tiers never clear the most
+    recent results; the number is chosen on ``benchmarks/reactive_task.py --sweep``)."""
     exclude_tools: frozenset[str] = frozenset()
     """Tools whose results cheap tiers never clear, by bare lower-case name
     (``CONDENSATE_WINDOW_EXCLUDE_TOOLS``)."""
-    target_share: float = 0.3
-    """A window cuts down to this share of the line, below the line that triggers it, so
-    that windows come in batches and the prefix between two stays byte for byte the same
-    (``CONDENSATE_WINDOW_TARGET``; chosen with ``benchmarks/long_task.py``)."""
-    early_share: float | None = 0.10
+    target_share: float = 1.0
+    """A window cuts down to this share of the line (``CONDENSATE_WINDOW_TARGET``). 1.0, the
+    spec's rule: a cheap tier is taken once it lands under the line. Lower is a departure an
+    operator chooses: windows come in batches, each clearing more."""
+    early_share: float | None = None
     """Under the line but above the target, a cheap tier (``early_tier``) runs as soon as it
-    frees this share of the line: the one rewrite of the tail costs less than what every later
-    call no longer reads (``CONDENSATE_WINDOW_EARLY``; None: never before the line)."""
+    frees this share of the line (``CONDENSATE_WINDOW_EARLY``). None, the spec's rule: a
+    window only when the next prompt would pass the line. Set, it is a departure an operator
+    chooses: it ignores that a tier already ran since the last summary."""
     early_tier: CheapTier = "collapse"
     dedupe_min_tokens: int = 50
     """A read superseded by a later one is cleared from this size."""

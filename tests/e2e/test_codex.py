@@ -63,10 +63,6 @@ def start_daemon(tmp_path: Path, fake: FakeModelServer, **extra: str) -> DaemonP
             "CONDENSATE_WINDOW_CEILING_PI": str(CEILING),
             "CONDENSATE_CURATOR_MODEL": "anthropic:claude-haiku-5-5",
             "CONDENSATE_WINDOW_DEADLINE_MS": "10000",
-            # These tests walk the ladder at the line as it was designed: no cheap window
-            # before it, the 3 most recent results kept.
-            "CONDENSATE_WINDOW_EARLY": "0",
-            "CONDENSATE_WINDOW_KEEP_PAIRS": "3",
             "CONDENSATE_CODEX_BINARY": str(CODEX),
             **extra,
         },

@@ -76,10 +76,6 @@ def daemon(tmp_path: Path, fake: FakeModelServer) -> Any:
             "CONDENSATE_CURATOR_MODEL": f"anthropic:{CURATOR}",
             "CONDENSATE_CURATOR_FALLBACK_MODEL": f"openai:{FALLBACK}",
             "CONDENSATE_WINDOW_DEADLINE_MS": "4000",
-            # These tests walk the ladder at the line as it was designed: no cheap window
-            # before it, the 3 most recent results kept.
-            "CONDENSATE_WINDOW_EARLY": "0",
-            "CONDENSATE_WINDOW_KEEP_PAIRS": "3",
         },
     )
     process.home.mkdir()

@@ -290,15 +290,17 @@ def _replay_cli(log: Path, *more: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_replay_takes_tier_and_trigger_settings_by_name(tmp_path: Path) -> None:
-    """``--set`` changes the settings the condensate policy replays with: no cheap window
-    before the line and three results kept give other windows than the defaults; a name that
+    """``--set`` changes the settings the condensate policy replays with: the departures
+    (a cheap window before the line, a target, one result kept) give other windows than the
+    defaults; a name that
     is no setting, or a value a setting cannot take, is one sentence and exit 2 (a
     configuration error)."""
     log = tmp_path / "task.jsonl"
     write_events(log, long_task(90))
     base = ("--window", "60000", "--policies", "condensate")
     default = _replay_cli(log, *base)
-    tuned = _replay_cli(log, *base, "--set", "early_share=none", "--set", "keep_pairs=3")
+    departures = ("early_share=0.1", "target_share=0.3", "keep_pairs=1")
+    tuned = _replay_cli(log, *base, *(a for d in departures for a in ("--set", d)))
     assert default.returncode == tuned.returncode == 0, (default.stderr, tuned.stderr)
     ours = json.loads(default.stdout)["policies"]["condensate"]
     theirs = json.loads(tuned.stdout)["policies"]["condensate"]

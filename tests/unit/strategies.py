@@ -146,6 +146,14 @@ class Scenario:
     steps: tuple[Step, ...]
     snapshot_at: int
     """How many steps are played before a snapshot of the projection is taken."""
+    departures: bool = False
+    """Played with the departures an operator may choose (``DEPARTURES``) instead of the
+    spec's defaults."""
+
+
+DEPARTURES = {"early_share": 0.10, "target_share": 0.3, "keep_pairs": 1}
+"""The tier settings that depart from the spec's rules: cheap windows before the line, a
+target under it, one recent result kept."""
 
 
 class _Bits:
@@ -244,6 +252,7 @@ def decode_scenario(header: int, values: list[int]) -> Scenario:
         brief_pinned=bits.flag(),
         steps=played,
         snapshot_at=bits.take(len(played) + 1),
+        departures=bits.flag(3),
     )
 
 

@@ -186,7 +186,8 @@ def test_the_latest_batch_is_never_cleared():
     b = ThreadBuilder()
     b.turn("brief", 100)
     reads(b, 50)
-    _, *latest = b.batch([("read", f"batch{i}.py", 3_000, False, None) for i in range(3)])
+    size = SETTINGS.tiers.keep_pairs + 2
+    _, *latest = b.batch([("read", f"batch{i}.py", 3_000, False, None) for i in range(size)])
     d = decide(b)
     assert isinstance(d, Cut)
     assert SETTINGS.tiers.keep_pairs < len(latest)

@@ -14,6 +14,7 @@ from condensate.planner import PlannerSettings
 from condensate.preview import Preview, Pricing, preview
 from condensate.prices import LongContext, Price, price_of
 from condensate.testing.threads import ThreadBuilder
+from condensate.tiers import TierSettings
 from condensate.tokens import estimate
 from tests.unit.test_planner import usage
 
@@ -36,8 +37,13 @@ def thread() -> ThreadBuilder:
     return b
 
 
+ONE_KEPT = PlannerSettings(tiers=TierSettings(keep_pairs=1))
+"""The thread above is three results long: cheap tiers that keep only the newest clear the
+two before it."""
+
+
 def shown(b: ThreadBuilder, settings: PlannerSettings | None = None) -> Preview:
-    return preview(b.view, usage(b), settings or PlannerSettings(), PRICING)
+    return preview(b.view, usage(b), settings or ONE_KEPT, PRICING)
 
 
 def test_microcompact_rewrites_everything_after_the_read_it_clears():
@@ -121,7 +127,7 @@ def test_an_unpriced_model_shows_no_dollars():
     """A model without a known price costs tokens, not dollars."""
     b = thread()
     unpriced = Pricing("chat:local", None, "chat:local", None, 4_000)
-    cost = preview(b.view, usage(b), PlannerSettings(), unpriced)
+    cost = preview(b.view, usage(b), ONE_KEPT, unpriced)
     assert cost.microcompact.rewrite_usd is None
     assert cost.microcompact.break_even_calls is None
     assert cost.summary is not None

@@ -6,7 +6,7 @@ window."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import example, given, note, settings
@@ -30,6 +30,7 @@ from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
 from tests.profiles import shaped
 from tests.unit.strategies import (
+    DEPARTURES,
     Action,
     Answer,
     Calls,
@@ -49,6 +50,17 @@ from tests.unit.strategies import (
 
 PLANNER = PlannerSettings()
 TIERS = PLANNER.tiers
+
+
+def planner_of(scenario: Scenario) -> PlannerSettings:
+    """The engine's planner settings, with the operator's departures when the scenario
+    plays them."""
+    planner = shaped(scenario.engine).planner
+    if not scenario.departures:
+        return planner
+    return replace(planner, tiers=replace(planner.tiers, **DEPARTURES))
+
+
 CHEAP = ("microcompact", "collapse")
 EXAMPLES = settings(max_examples=1000, deadline=None)
 
@@ -109,6 +121,8 @@ class Taken:
     usage: ContextUsage
     unjoined: dict[str, int]
     """Unjoined child -> the seq of the assistant message that spawned it, before the cut."""
+    ran: tuple[str, ...] = ()
+    """The tiers taken since the last summary, before the cut."""
 
 
 @dataclass
@@ -238,7 +252,7 @@ class Runtime:
         b = self.b
         for _ in range(3):
             usage = self.usage()
-            decision = plan(b.view, usage, shaped(self.scenario.engine).planner, b.clock)
+            decision = plan(b.view, usage, planner_of(self.scenario), b.clock)
             self.script.append(decision)
             if isinstance(decision, Cut):
                 if (
@@ -250,11 +264,13 @@ class Runtime:
                     decision = decision.as_drop()
                     self.script.append("d = d.as_drop()  # the curator missed its deadline")
                 before, unjoined = freeze(b.view), dict(self.unjoined)
+                ran = tuple(b.view.tiers_since_summary)
                 self.take(decision, 100 if step is None else step.summary_tokens)
                 if self.on_decision is not None:
                     self.on_decision(self, decision)
                 if self.on_cut is not None:
-                    taken = Taken(decision, before, freeze(b.view), self.usage(), unjoined)
+                    after = freeze(b.view)
+                    taken = Taken(decision, before, after, self.usage(), unjoined, ran)
                     self.on_cut(self, taken)
                 continue
             if self.on_decision is not None:
@@ -434,7 +450,8 @@ def check_cheap(rt: Runtime, taken: Taken) -> None:
     before, after = taken.before, taken.after
     assert [x.seq for x in before] == [y.seq for y in after], "a cheap tier moved entries"
     recent = {x.seq for x in before if x.role == "tool"}
-    recent = set(sorted(recent)[-TIERS.keep_pairs :])
+    tiers = planner_of(rt.scenario).tiers
+    recent = set(sorted(recent)[-tiers.keep_pairs :])
     latest = max((x.batch for x in before if x.role == "tool"), default=None)
     recent |= {x.seq for x in before if x.role == "tool" and x.batch == latest}
     shown_after = {y.read_key: y.seq for y in after if y.read_key and y.receipt is None}
@@ -491,9 +508,10 @@ def check_target(rt: Runtime, taken: Taken) -> None:
         return
     line = taken.usage.line
     if "pays for itself" in cut.reason:
-        assert TIERS.early_share is not None
+        early = planner_of(rt.scenario).tiers.early_share
+        assert early is not None, f"a window before the line without the departure: {cut}"
         freed = sum(x.tokens for x in taken.before) - sum(y.tokens for y in taken.after)
-        assert freed >= TIERS.early_share * line - 1, f"an early {cut.kind} freed only {freed}"
+        assert freed >= early * line - 1, f"an early {cut.kind} freed only {freed}"
 
 
 @EXAMPLES
@@ -502,6 +520,25 @@ def test_a_window_under_the_line_frees_what_it_promised(scenario: Scenario) -> N
     """A cheap window taken before the line (it pays for itself) frees at least the share of
     the line it was taken for."""
     run(scenario, on_cut=check_target)
+
+
+def check_spec_rules(rt: Runtime, taken: Taken) -> None:
+    cut = taken.cut
+    if rt.scenario.departures or cut.request is not None or cut.forced:
+        return
+    assert cut.usage.used > cut.usage.line, f"a {cut.kind} under the line: {cut.reason}"
+    assert cut.kind not in taken.ran, f"{cut.kind} again since the last summary ({taken.ran})"
+    if cut.kind == "microcompact":
+        assert "collapse" not in taken.ran, "a microcompact after the collapse that covers it"
+
+
+@EXAMPLES
+@given(scenarios())
+def test_by_default_a_window_only_over_the_line_and_no_tier_twice(scenario: Scenario) -> None:
+    """With the spec's defaults a window (not asked for, not forced) is taken only when the
+    next prompt would pass the line, and no cheap tier that ran since the last summary runs
+    again: neither itself nor the microcompact a collapse covers."""
+    run(scenario, on_cut=check_spec_rules)
 
 
 def check_cut_under_the_line(rt: Runtime, taken: Taken) -> None:
