@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import math
 import os
@@ -365,14 +366,50 @@ class Script:
     extra: int = 0
     """Requests of a turn past its script (answered with a short text)."""
 
-    def next(self) -> tuple[Reply, bool]:
+    def next(self, body: Mapping[str, Any]) -> tuple[Reply, bool]:
+        """The reply to the thread's next request, and whether the script had one."""
         own = self.replies.get(self.turn, [])
         if self.taken < len(own):
             return own[self.taken], True
         return Text("Nothing more to do for this step."), False
 
+    def accept(self) -> None:
+        """The provider answered the scripted reply: the script moves on."""
+        self.taken += 1
+
     def begin(self, turn: int) -> None:
         self.turn, self.taken = turn, 0
+
+
+def stand_in_summary(task: Task, claude_summary: bool, body: Any, kind: str) -> Text:
+    """The stand-in summary: the human messages seen, verbatim, the files read and the
+    failing test runs; as Claude Code's compaction prompt asks, in a summary block."""
+    text = body_text(body)
+    humans = [t.human for t in task.turns if marker(t.number) in text]
+    files = [p for p in task.files if p in text]
+    failed = [
+        f"{task.command_of(n)} (exit 1; {out.rsplit(chr(10), 1)[-1].strip('= ')})"
+        for n, (out, code) in task.runs.items()
+        if code and f"--run {n} " in text
+    ]
+    parts = [
+        "Summary of the work so far: adding a --format option to the report CLI.",
+        "Every human message, verbatim, in order:",
+        *(f'- "{h}"' for h in humans),
+        f"Files read: {', '.join(files) or 'none'}.",
+        "Failed test runs:",
+        *(f"- {f}" for f in failed or ["none"]),
+        f"State: {sentence(random.Random(len(text)))} Next: keep going with the "
+        "current step, rerun the failing tests.",
+    ]
+    return summary_reply("\n".join(parts), kind, claude_summary)
+
+
+def summary_reply(summary: str, kind: str, claude_summary: bool) -> Text:
+    """A summary as the request asked for it: Claude Code's compaction in a summary block."""
+    if kind == "compaction" and claude_summary:
+        summary = f"<analysis>Going over it.</analysis>\n<summary>\n{summary}\n</summary>"
+    return Text(summary)
 
 
 @dataclass
@@ -381,11 +418,11 @@ class Router:
 
     fake_url: str
     script: Script
-    task: Task
+    summarize: Callable[[Any, str], Text]
+    """The stand-in summary for a compaction or curator request (its body, its kind)."""
     main_model: str
     curator_model: str
     windows: dict[str, int]
-    claude_summary: bool
     pace: float = 0.0
     """Seconds the fake's clock moves before each of the thread's model calls: the run takes
     seconds, the work it stands for an hour, and a cache entry expires by the clock."""
@@ -436,32 +473,6 @@ class Router:
             return total_tokens(anthropic_parts(body, model)) > limit
         return sum(count_blocks(model, responses_blocks(body))) > limit
 
-    def summary(self, body: Any, kind: str) -> Text:
-        """The stand-in summary: the human messages seen, verbatim, the files read and the
-        failing test runs; as Claude Code's compaction prompt asks, in a summary block."""
-        text = body_text(body)
-        humans = [t.human for t in self.task.turns if marker(t.number) in text]
-        files = [p for p in self.task.files if p in text]
-        failed = [
-            f"{self.task.command_of(n)} (exit 1; {out.rsplit(chr(10), 1)[-1].strip('= ')})"
-            for n, (out, code) in self.task.runs.items()
-            if code and f"--run {n} " in text
-        ]
-        parts = [
-            "Summary of the work so far: adding a --format option to the report CLI.",
-            "Every human message, verbatim, in order:",
-            *(f'- "{h}"' for h in humans),
-            f"Files read: {', '.join(files) or 'none'}.",
-            "Failed test runs:",
-            *(f"- {f}" for f in failed or ["none"]),
-            f"State: {sentence(random.Random(len(text)))} Next: keep going with the "
-            "current step, rerun the failing tests.",
-        ]
-        summary = "\n".join(parts)
-        if kind == "compaction" and self.claude_summary:
-            summary = f"<analysis>Going over it.</analysis>\n<summary>\n{summary}\n</summary>"
-        return Text(summary)
-
     async def pending(self) -> dict[str, int]:
         """Replies still queued at the fake."""
         assert self.session is not None
@@ -494,11 +505,11 @@ class Router:
         reply: Reply | None = None
         scripted = False
         if kind == "main":
-            reply, scripted = self.script.next()
+            reply, scripted = self.script.next(body)
             if not scripted:
                 self.script.extra += 1
         elif kind in ("compaction", "curator"):
-            reply = self.summary(body, kind)
+            reply = self.summarize(body, kind)
         headers["x-bench-kind"] = kind
         headers["x-bench-turn"] = str(self.script.turn)
         async with self._lock:
@@ -512,7 +523,7 @@ class Router:
                 request.method, self.fake_url + request.path_qs, data=raw, headers=headers
             )
             if upstream.status == 200 and scripted:
-                self.script.taken += 1
+                self.script.accept()
             if queued and upstream.status != 200:
                 self.leftovers += 1
         return await self.relay(request, upstream)
@@ -940,15 +951,21 @@ def daemon_env(engine: Engine, binary: str, ceiling: int | None) -> dict[str, st
     return env
 
 
-async def managed(arm: Arm, ceiling: int | None) -> ArmRun:
+async def managed(
+    arm: Arm,
+    ceiling: int | None,
+    *,
+    thread_body: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ArmRun:
     """A thread of a real daemon on the engine (not a head), its ceiling capped at
-    ``ceiling`` when given, driven over the HTTP API."""
+    ``ceiling`` when given, driven over the HTTP API; ``thread_body`` and ``env`` replace
+    the engine's thread and daemon settings (another engine, model or tier settings)."""
     run = ArmRun()
     home = arm.state / "home"
     home.mkdir()
-    daemon = DaemonProcess(
-        home, arm.router.url, extra_env=daemon_env(arm.engine, arm.binary, ceiling)
-    )
+    extra_env = dict(env) if env is not None else daemon_env(arm.engine, arm.binary, ceiling)
+    daemon = DaemonProcess(home, arm.router.url, extra_env=extra_env)
     await asyncio.to_thread(daemon.start)
     thread = ""
     after = 0
@@ -961,6 +978,7 @@ async def managed(arm: Arm, ceiling: int | None) -> ArmRun:
                     body = {
                         "engine": arm.engine,
                         "model": MODELS[arm.engine],
+                        **(thread_body or {}),
                         "cwd": str(arm.work),
                         "brief": turn.human,
                     }
@@ -1161,11 +1179,10 @@ async def run_arm(name: str, setup: Setup) -> dict[str, Any]:
     router = Router(
         fake.url,
         Script(replies),
-        task,
+        functools.partial(stand_in_summary, task, engine == "claude"),
         main_model,
         bare_model(CURATOR_MODEL),
         windows,
-        claude_summary=engine == "claude",
         pace=setup.pace,
     )
     recorder = Recorder(fake.url, len(task.turns), state / "requests.jsonl")
