@@ -226,9 +226,7 @@ class Builder:
         lines = clean_lines(self.file(path))
         words = sorted({w for line in lines for w in re.findall(r"[a-z_]{8,}", line)})
         word = self.rng.choice(words) if words else "import"
-        matched = [
-            line for line in self.file(path).splitlines() if word in line.split("\t", 1)[-1]
-        ]
+        matched = [line for line in self.file(path).splitlines() if word in line.split("\t", 1)[-1]]
         command = f"grep -n -e {word} {path}"
         kept = tuple(m for m in clean_lines("\n".join(matched), middle=False))
         again = Again("run", command)
@@ -430,9 +428,7 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
         windows,
         pace=setup.pace,
     )
-    turns = tuple(
-        cli.HumanTurn(n, t.human, (), t.final) for n, t in enumerate(task.turns, start=1)
-    )
+    turns = tuple(cli.HumanTurn(n, t.human, (), t.final) for n, t in enumerate(task.turns, start=1))
     recorder = cli.Recorder(fake.url, len(turns), state / "requests.jsonl")
     binary = "" if engine is None else cli.binary_of(engine)
     arm = cli.Arm(

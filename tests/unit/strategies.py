@@ -151,7 +151,7 @@ class Scenario:
     spec's defaults."""
 
 
-DEPARTURES = {"early_share": 0.10, "target_share": 0.3, "keep_pairs": 1}
+DEPARTURES = TierSettings(early_share=0.10, target_share=0.3, keep_pairs=1)
 """The tier settings that depart from the spec's rules: cheap windows before the line, a
 target under it, one recent result kept."""
 

@@ -58,7 +58,14 @@ def planner_of(scenario: Scenario) -> PlannerSettings:
     planner = shaped(scenario.engine).planner
     if not scenario.departures:
         return planner
-    return replace(planner, tiers=replace(planner.tiers, **DEPARTURES))
+    chosen = DEPARTURES
+    tiers = replace(
+        planner.tiers,
+        early_share=chosen.early_share,
+        target_share=chosen.target_share,
+        keep_pairs=chosen.keep_pairs,
+    )
+    return replace(planner, tiers=tiers)
 
 
 CHEAP = ("microcompact", "collapse")
