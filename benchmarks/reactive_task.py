@@ -89,6 +89,7 @@ SMALL_TURNS = 2
 SMALL_ACTIONS = 8
 NATIVE_MODEL = "anthropic:claude-opus-5-5"
 NATIVE_WINDOW = 1_000_000
+CEILING_PI = "CONDENSATE_WINDOW_CEILING_PI"
 PACE = cli.PACE
 DISTANCES = ((0.6, 1, 3), (0.3, 4, 12), (0.1, 13, 60))
 """How far back (in steps) a need reaches: (share, nearest, farthest). Most steps act on what
@@ -110,9 +111,9 @@ SWEEP: dict[str, dict[str, str]] = {
         "CONDENSATE_WINDOW_TARGET": "0.3",
         "CONDENSATE_WINDOW_KEEP_PAIRS": "1",
     },
-    "ceiling 60k": {"CONDENSATE_WINDOW_CEILING_PI": "60000"},
+    "ceiling 60k": {CEILING_PI: "60000"},
     "ceiling 60k, keep 6": {
-        "CONDENSATE_WINDOW_CEILING_PI": "60000",
+        CEILING_PI: "60000",
         "CONDENSATE_WINDOW_KEEP_PAIRS": "6",
     },
 }
@@ -393,6 +394,8 @@ class Setup:
     pace: float
     engine: cli.Engine | None = None
     """None: the native loop's arms; else that CLI's."""
+    ceiling: int | None = None
+    """A cap on every managed arm's ceiling (``--ceiling``); None: the defaults."""
 
 
 def native_env(extra: Mapping[str, str]) -> dict[str, str]:
@@ -441,9 +444,11 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
             run = await cli.cli_alone(arm)
         elif engine is None:
             body = {"engine": "api", "model": NATIVE_MODEL}
-            run = await cli.managed(arm, None, thread_body=body, env=native_env(env or {}))
+            capped = {} if setup.ceiling is None else {CEILING_PI: str(setup.ceiling)}
+            settings = native_env({**capped, **(env or {})})
+            run = await cli.managed(arm, None, thread_body=body, env=settings)
         else:
-            run = await cli.managed(arm, None)
+            run = await cli.managed(arm, setup.ceiling)
         wall = time.perf_counter() - started
         async with aiohttp.ClientSession() as session:
             await recorder.collect(session)
@@ -549,13 +554,14 @@ def run(
     pace: float,
     sweep_settings: Mapping[str, Mapping[str, str]] | None = None,
     keep: Path | None = None,
+    ceiling: int | None = None,
 ) -> dict[str, Any]:
     task = build_task(turns, actions)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="condensate-reactive-") as tmp:
         root = keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        setup = Setup(task, root, pace, engine)
+        setup = Setup(task, root, pace, engine, ceiling)
         if sweep_settings is not None:
             measured = asyncio.run(sweep(setup, sweep_settings))
         else:
@@ -567,6 +573,7 @@ def run(
         "window": NATIVE_WINDOW if engine is None else cli.WINDOWS[engine],
         "engine": engine or "native",
         "pace_s": pace,
+        "ceiling_cap": ceiling,
         "task": {
             "seed": SEED,
             "human_turns": len(task.turns),
@@ -669,6 +676,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", default=None, help="comma-separated arms to run")
     parser.add_argument("--pace", type=float, default=PACE)
     parser.add_argument("--keep", type=Path, default=None, help="keep state under this dir")
+    parser.add_argument("--ceiling", type=int, default=None, help="cap the managed ceilings")
     parser.add_argument("--runs", type=int, default=1, help="report each arm's median of N")
     parser.add_argument("--report", type=Path, default=None, help="write the whole report here")
     args = parser.parse_args(argv)
@@ -691,6 +699,7 @@ def main(argv: list[str] | None = None) -> int:
             pace=args.pace,
             sweep_settings=SWEEP if args.sweep else None,
             keep=None if args.keep is None else args.keep / f"run{i + 1}",
+            ceiling=args.ceiling,
         )
         for i in range(max(args.runs, 1))
     ]
