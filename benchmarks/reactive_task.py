@@ -100,24 +100,24 @@ ONE_OFF_SHARE = 0.35
 BEST: dict[str, str] = {}
 """The settings ``--sweep`` found cheapest at equal outcome for the native loop (environment
 variables); empty: the defaults are the best found."""
+KEEP = "CONDENSATE_WINDOW_KEEP_PAIRS"
+TARGET = "CONDENSATE_WINDOW_TARGET"
+EARLY = "CONDENSATE_WINDOW_EARLY"
 SWEEP: dict[str, dict[str, str]] = {
     "defaults": {},
-    "keep 1": {"CONDENSATE_WINDOW_KEEP_PAIRS": "1"},
-    "keep 6": {"CONDENSATE_WINDOW_KEEP_PAIRS": "6"},
-    "keep 12": {"CONDENSATE_WINDOW_KEEP_PAIRS": "12"},
-    "target 0.6": {"CONDENSATE_WINDOW_TARGET": "0.6"},
-    "early 0.1, target 0.3, keep 1 (the old defaults)": {
-        "CONDENSATE_WINDOW_EARLY": "0.1",
-        "CONDENSATE_WINDOW_TARGET": "0.3",
-        "CONDENSATE_WINDOW_KEEP_PAIRS": "1",
-    },
-    "ceiling 60k": {CEILING_PI: "60000"},
-    "ceiling 60k, keep 6": {
-        CEILING_PI: "60000",
-        "CONDENSATE_WINDOW_KEEP_PAIRS": "6",
-    },
+    "keep 1": {KEEP: "1"},
+    "keep 6": {KEEP: "6"},
+    "keep 12": {KEEP: "12"},
+    "target 0.6": {TARGET: "0.6"},
+    "target 0.3": {TARGET: "0.3"},
+    "early 0.1, target 0.3": {EARLY: "0.1", TARGET: "0.3"},
+    "early 0.1, target 0.3, keep 1 (the old defaults)": {EARLY: "0.1", TARGET: "0.3", KEEP: "1"},
+    "ceiling 80k": {"ceiling": "80000"},
+    "ceiling 60k": {"ceiling": "60000"},
+    "ceiling 60k, keep 1": {"ceiling": "60000", KEEP: "1"},
 }
-"""The native loop's tier settings the sweep tries, as the environment an operator sets."""
+"""The tier settings the sweep tries, as the environment an operator sets (``ceiling``: the
+engine's ceiling setting, ``CONDENSATE_WINDOW_CEILING_PI`` or ``_CLAUDE``)."""
 GOALS = {"cli_vs_alone": 0.5, "native_vs_cheapest_peer": 0.75, "extra_calls_margin": 0.10}
 _CLEAN = re.compile(r"^[A-Za-z0-9_ .,:;()=+*/\[\]{}<>!?'#%-]{24,}$")
 
@@ -444,11 +444,11 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
             run = await cli.cli_alone(arm)
         elif engine is None:
             body = {"engine": "api", "model": NATIVE_MODEL}
-            capped = {} if setup.ceiling is None else {CEILING_PI: str(setup.ceiling)}
-            settings = native_env({**capped, **(env or {})})
+            settings = native_env(tier_env(engine, setup.ceiling, env))
             run = await cli.managed(arm, None, thread_body=body, env=settings)
         else:
-            run = await cli.managed(arm, setup.ceiling)
+            own = cli.daemon_env(engine, binary, None)
+            run = await cli.managed(arm, None, env={**own, **tier_env(engine, setup.ceiling, env)})
         wall = time.perf_counter() - started
         async with aiohttp.ClientSession() as session:
             await recorder.collect(session)
@@ -456,6 +456,17 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
         await router.close()
         await asyncio.to_thread(fake.close)
     return figures(name, agent, recorder.seen, run, wall)
+
+
+def tier_env(
+    engine: cli.Engine | None, ceiling: int | None, env: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The daemon's settings for an arm: ``env`` with ``ceiling`` as the engine's setting."""
+    setting = CEILING_PI if engine is None else cli.CEILING_SETTING[engine]
+    out = {setting if k == "ceiling" else k: v for k, v in (env or {}).items()}
+    if ceiling is not None:
+        out.setdefault(setting, str(ceiling))
+    return out
 
 
 def output_ratio(model: str) -> float:
@@ -475,6 +486,7 @@ def figures(
         "arm": name,
         "weighted_input": round(sum(s.weighted for s in answered), 1),
         "weighted_output": round(weighted_output, 1),
+        "weighted_total": round(sum(s.weighted for s in answered) + weighted_output, 1),
         "usd": round(sum(s.usd or 0.0 for s in answered), 4),
         "calls": len(answered),
         "calls_by_kind": dict(Counter(s.kind for s in answered)),
@@ -508,11 +520,17 @@ async def measure(setup: Setup, arms: Sequence[Arm]) -> list[dict[str, Any]]:
 
 
 async def sweep(setup: Setup, settings: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:
-    results = []
+    """Condensate's arm under each of ``settings`` (a CLI's alone first, as the baseline), each
+    with its weighted input against the first arm's."""
+    results = [] if setup.engine is None else [await run_arm("cli_alone", setup)]
+    prefix = "native" if setup.engine is None else "condensate"
     for name, env in settings.items():
-        result = await run_arm(f"native {name}", setup, env)
-        result["settings"] = dict(env)
+        result = await run_arm(f"{prefix} {name}", setup, env)
+        result["settings"] = tier_env(setup.engine, setup.ceiling, env)
         results.append(result)
+    base = results[0]["weighted_input"]
+    for result in results:
+        result["vs_first"] = ratio(result["weighted_input"], base)
     return results
 
 
@@ -611,7 +629,8 @@ def table(report: Mapping[str, Any]) -> str:
             f"{arm['failed_steps']:>8}{arm['refused']:>9}{_k(arm['peak_prompt']):>9}"
             f"{'-' if share is None else f'{share:.1%}':>8}{arm['wall_s']:>8}"
         )
-        lines.append(f"    windows {arm['windows']}, compactions {arm['cli_compactions']}")
+        versus = f", {arm['vs_first']}x the first arm" if arm.get("vs_first") else ""
+        lines.append(f"    windows {arm['windows']}, compactions {arm['cli_compactions']}{versus}")
         if arm["turns_not_completed"]:
             lines.append(f"    turns not completed: {arm['turns_not_completed']}")
     for name, goal in report["goals"].items():
@@ -623,6 +642,7 @@ def table(report: Mapping[str, Any]) -> str:
 MEDIAN_KEYS = (
     "weighted_input",
     "weighted_output",
+    "weighted_total",
     "usd",
     "calls",
     "extra_calls",
@@ -669,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print one JSON object per arm")
     parser.add_argument("--engine", choices=cli.ENGINES, default=None, help="run a CLI's arms")
-    parser.add_argument("--sweep", action="store_true", help="the native loop over SWEEP")
+    parser.add_argument("--sweep", action="store_true", help="Condensate's arm over SWEEP")
     parser.add_argument("--small", action="store_true", help="the CI size")
     parser.add_argument("--turns", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None, help="steps a human turn")
