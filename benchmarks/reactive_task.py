@@ -332,6 +332,7 @@ def write_workspace(task: Task, work: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text + "\n")
     ci = work / "ci"
+    ci.mkdir(parents=True, exist_ok=True)
     for key, (text, code) in task.outputs.items():
         tool, number = key.split("/")
         out = ci / "out" / tool

@@ -14,7 +14,6 @@ from condensate.testing.fake_model.agent import (
     Need,
     ReactiveAgent,
     Turn,
-    tool_names,
 )
 
 LINE = "def render_rows(rows, fmt): return table_of(rows)"
@@ -71,18 +70,27 @@ def test_a_missing_file_line_is_read_again_first():
     assert (playing.step, playing.failed_steps) == (1, 0)
 
 
-def test_recall_is_used_when_offered_and_a_receipt_names_the_result():
-    """A receipt names the one-off run and the thread offers recall: the agent recalls it by
-    seq rather than failing (the one-off cannot be run again)."""
+def test_recall_is_used_when_a_receipt_names_the_result_and_offers_it():
+    """A receipt names the one-off run and offers recall: the agent recalls it by seq rather
+    than failing (the one-off cannot be run again)."""
     playing = agent(ONCE_NEED)
-    shown = "[receipt seq 12: shell(./ci/flaky 1), 900 tokens cleared; the action failed]"
-    tools = [*TOOLS, {"name": "recall"}]
-    assert called(playing.next(body("[HUMAN-MARKER-1]", shown, tools=tools))) == (
-        "recall",
-        {"seq": 12},
+    shown = (
+        "[receipt seq 12: shell(./ci/flaky 1), 900 tokens cleared; the action failed; rerun "
+        "or reread to see its effect, or recall(seq=12) for the original]"
     )
+    assert called(playing.next(body("[HUMAN-MARKER-1]", shown))) == ("recall", {"seq": 12})
     playing.accept()
     assert (playing.extra_calls, playing.recalls) == (1, 1)
+
+
+def test_a_receipt_without_recall_is_no_way_back():
+    """A receipt that offers no recall (the thread has no such tool) cannot bring a one-off
+    back: the step fails."""
+    playing = agent(ONCE_NEED)
+    shown = "[receipt seq 12: shell(./ci/flaky 1), 900 tokens cleared; the action failed]"
+    assert called(playing.next(body("[HUMAN-MARKER-1]", shown)))[0] == "shell"
+    playing.accept()
+    assert playing.failed_steps == 1
 
 
 def test_a_need_that_cannot_be_had_again_fails_the_step():
@@ -126,18 +134,16 @@ def test_the_answer_needs_the_humans_instruction():
     assert playing.failures[-1].need == "the human's message 1"
 
 
-def test_each_engine_reads_and_runs_with_its_own_tools():
-    """Claude Code reads with Read at an absolute path and runs with Bash; Codex does both
-    with exec_command; a Codex namespace's recall is called in its namespace."""
+def test_each_engine_reads_runs_and_recalls_with_its_own_tools():
+    """Claude Code reads with Read at an absolute path, runs with Bash and recalls by the
+    MCP tool's name; Codex reads and runs with exec_command and recalls in the MCP server's
+    namespace."""
     claude, codex = Dialect("claude", "/w"), Dialect("codex", "/w")
     assert claude.call("read", "src/a.py", "", "c1").arguments == {"file_path": "/w/src/a.py"}
     assert claude.call("run", "ls", "list", "c2").name == "Bash"
-    assert codex.call("read", "src/a.py", "", "c3").arguments == {"cmd": "cat src/a.py"}
-    names = tool_names(
-        {"tools": [{"type": "namespace", "name": "mcp__condensate", "tools": [{"name": "recall"}]}]}
-    )
-    recall = codex.recall(names, 7, "c4")
-    assert recall is not None
+    assert claude.recall(7, "c3").name == "mcp__condensate__recall"
+    assert codex.call("read", "src/a.py", "", "c4").arguments == {"cmd": "cat src/a.py"}
+    recall = codex.recall(7, "c5")
     assert (recall.name, recall.namespace, recall.arguments) == (
         "recall",
         "mcp__condensate",

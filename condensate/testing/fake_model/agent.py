@@ -6,8 +6,8 @@ it fixes, a line of a command's output it reasons about, the human's latest inst
 each step the agent looks at the request it was sent (the prompt as the model would read it).
 When a need is missing it first gets it back, paying the calls and tokens that costs:
 
-- ``recall(seq)`` when the request offers a recall tool and a receipt in it names the result
-  the need came from (the original, whatever it was);
+- ``recall(seq)`` when a receipt in the request names the result the need came from and
+  offers recall (Condensate's receipts say so where the thread has the tool);
 - else the way the need says it can be had again: read the file again, run the command again;
 - some things cannot be had again (a human message, the output of a one-off command): the
   step fails, and is counted.
@@ -98,25 +98,25 @@ class Dialect:
             return Call("read", {"path": target}, id=ident)
         return Call("shell", {"command": target}, id=ident)
 
-    def recall(self, tools: Sequence[str], seq: int, ident: str) -> Call | None:
-        """A call of the request's recall tool, if it offers one."""
-        for name in tools:
-            bare = name.rsplit("__", 1)[-1].rsplit(".", 1)[-1]
-            if bare != "recall":
-                continue
-            if self.name == "codex" and "." in name:
-                namespace, _, tool = name.rpartition(".")
-                return Call(tool, {"seq": seq}, id=ident, namespace=namespace)
-            return Call(name, {"seq": seq}, id=ident)
-        return None
+    def recall(self, seq: int, ident: str) -> Call:
+        """A call of Condensate's recall tool as the engine offers it: the native loop's own,
+        Claude Code's by its MCP name, Codex's in the MCP server's namespace."""
+        if self.name == "codex":
+            return Call("recall", {"seq": seq}, id=ident, namespace="mcp__condensate")
+        if self.name == "claude":
+            return Call("mcp__condensate__recall", {"seq": seq}, id=ident)
+        return Call("recall", {"seq": seq}, id=ident)
 
 
-_RECEIPT = re.compile(r"\[receipt seq (\d+): [^\]]*?\((.*?)\), \d+ tokens cleared")
+_RECEIPT = re.compile(r"\[receipt seq (\d+): [^\]]*?\((.*?)\), \d+ tokens cleared;([^\]]*)\]")
 
 
-def receipts(prompt: str) -> list[tuple[int, str]]:
-    """(seq, argument) of every receipt in the prompt."""
-    return [(int(m.group(1)), m.group(2)) for m in _RECEIPT.finditer(prompt)]
+def receipts(prompt: str) -> list[tuple[int, str, bool]]:
+    """(seq, argument, whether it offers ``recall``) of every receipt in the prompt."""
+    return [
+        (int(m.group(1)), m.group(2), "recall(seq=" in m.group(3))
+        for m in _RECEIPT.finditer(prompt)
+    ]
 
 
 def prompt_text(body: Mapping[str, Any]) -> str:
@@ -124,24 +124,6 @@ def prompt_text(body: Mapping[str, Any]) -> str:
     (tool schemas left out: a snippet is never there)."""
     shown = {k: body.get(k) for k in ("system", "messages", "input", "instructions")}
     return json.dumps(shown, ensure_ascii=False)
-
-
-def tool_names(body: Mapping[str, Any]) -> list[str]:
-    """The tools a request offers, by name (a Responses namespace's tools as ``ns.name``)."""
-    names: list[str] = []
-    for tool in body.get("tools") or []:
-        if not isinstance(tool, Mapping):
-            continue
-        if tool.get("type") == "namespace":
-            for inner in tool.get("tools") or []:
-                if isinstance(inner, Mapping):
-                    names.append(f"{tool.get('name')}.{inner.get('name')}")
-            continue
-        function = tool.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
-        if isinstance(name, str):
-            names.append(name)
-    return names
 
 
 @dataclass
@@ -199,7 +181,7 @@ class ReactiveAgent:
         for need in action.needs:
             if need.snippet in prompt or need.snippet in self._tried:
                 continue
-            fetch = self._fetch(need, prompt, tool_names(body), ident)
+            fetch = self._fetch(need, prompt, ident)
             if fetch is not None:
                 kind, call = fetch
                 self._pending = (kind, need)
@@ -209,14 +191,16 @@ class ReactiveAgent:
         call = self.dialect.call(action.kind, action.target, action.text, ident)
         return ToolCalls([call], text=action.text)
 
-    def _fetch(
-        self, need: Need, prompt: str, tools: Sequence[str], ident: str
-    ) -> tuple[str, Call] | None:
+    def _fetch(self, need: Need, prompt: str, ident: str) -> tuple[str, Call] | None:
+        """Recall, when a receipt names the result and offers it; else the need's own way."""
         if need.source is not None:
-            named = [seq for seq, argument in receipts(prompt) if need.source in argument]
-            recall = self.dialect.recall(tools, named[-1], ident) if named else None
-            if recall is not None:
-                return "recall", recall
+            named = [
+                seq
+                for seq, argument, offered in receipts(prompt)
+                if offered and need.source in argument
+            ]
+            if named:
+                return "recall", self.dialect.recall(named[-1], ident)
         if need.again is not None:
             call = self.dialect.call(need.again.kind, need.again.target, need.what, ident)
             return "refetch", call
