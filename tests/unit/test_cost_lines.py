@@ -29,7 +29,7 @@ def test_a_thread_on_an_unpriced_model_shows_the_no_price_line():
 def shown(pricing: Pricing) -> list[str]:
     """``condensate compact``'s lines for a thread, as the API answers them."""
     b = thread()
-    answer = preview(b.view, usage(b), PlannerSettings(), pricing).as_answer().dump()
+    answer = preview(b.view, usage(b), PlannerSettings(), pricing, now=b.clock).as_answer().dump()
     return compaction_lines(
         {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer}
     )
@@ -40,7 +40,7 @@ def test_a_preview_on_an_unpriced_model_names_it_where_each_cost_would_be():
     the model as unpriced."""
     b = thread()
     unpriced = Pricing("claude-foo-9", None, "claude-foo-9", None, 4_000)
-    answer = preview(b.view, usage(b), PlannerSettings(), unpriced).as_answer().dump()
+    answer = preview(b.view, usage(b), PlannerSettings(), unpriced, now=b.clock).as_answer().dump()
     assert answer["unpriced"] == ["claude-foo-9"]
     lines = shown(unpriced)
     tiers = [line for line in lines if "would" in line]
@@ -70,3 +70,4 @@ def test_the_thinking_a_thread_went_without_follows_its_cost():
     assert cost_text(costs) == "$0.5000 (9 calls), thinking dropped: 3 blocks (~1,234 tokens)"
     none = {**costs, "thinkingDropped": {"blocks": 0, "tokens": 0}}
     assert cost_text(none) == "$0.5000 (9 calls)"
+
