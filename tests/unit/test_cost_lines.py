@@ -9,7 +9,7 @@ from condensate.planner import PlannerSettings
 from condensate.preview import Pricing, preview
 from condensate.prices import price_of
 from tests.unit.test_planner import usage
-from tests.unit.test_preview import thread
+from tests.unit.test_preview import thread, working
 
 NO_PRICE = "no price for claude-foo-9 (set CONDENSATE_PRICES)"
 
@@ -71,3 +71,22 @@ def test_the_thinking_a_thread_went_without_follows_its_cost():
     none = {**costs, "thinkingDropped": {"blocks": 0, "tokens": 0}}
     assert cost_text(none) == "$0.5000 (9 calls)"
 
+
+def test_each_tier_says_where_the_cache_is_read_its_thinking_and_what_to_fetch_again():
+    """Under each tier's line: where the next call reads the cache again and by which rule,
+    the thinking it drops and the results the agent would fetch again, each said even when
+    there is none."""
+    b = working()
+    read, edit = b.view.entries[2].seq, b.view.entries[5].seq
+    pricing = Pricing("claude-opus-5-5", price_of("claude-opus-5-5"), "claude-foo-9", None, 4_000)
+    answer = preview(b.view, usage(b), PlannerSettings(), pricing, now=b.clock).as_answer()
+    lines = compaction_lines(
+        {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer.dump()}
+    )
+    caches = [line for line in lines if line.startswith("  cache: ")]
+    assert len(caches) == 3
+    assert all("Anthropic" in line for line in caches)
+    assert sum(line == "  thinking dropped: none" for line in lines) == 3
+    fetches = [line for line in lines if line.startswith("  to fetch again: ")]
+    assert len(fetches) == 3
+    assert f"seq {read} read(src/a.py) named at seq {edit}" in fetches[-1]
