@@ -21,7 +21,7 @@ from condensate.events import AssistantMessage, ToolResult
 from condensate.projector import Entry, Projection
 from condensate.receipts import argument_of, bare_tool, files_named, named_by
 
-RECENT_CALLS = 10
+RECENT_CALLS = 12
 """The model calls whose names count as the agent's current work (README, Decisions)."""
 
 _CITED = re.compile(r"\bseq\s*[=:#]?\s*(\d+)", re.IGNORECASE)

@@ -46,7 +46,7 @@ class Refetched(Answer):
     target: str
     """What its call named: a file, a command, a pattern, a URL."""
     named_by: int = Field(alias="namedBy")
-    """The seq of the latest assistant message (of the last 10 model calls) whose call names
+    """The seq of the latest assistant message (of the last 12 model calls) whose call names
     it again, or that cites its seq."""
 
 

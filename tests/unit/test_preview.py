@@ -331,8 +331,8 @@ def test_several_cleared_reads_of_one_file_are_fetched_once_as_the_latest():
 
 
 @pytest.mark.parametrize(("since", "fetched"), [(RECENT_CALLS - 1, 1), (RECENT_CALLS, 0)])
-def test_only_the_last_ten_calls_count_as_the_agent_s_current_work(since: int, fetched: int):
-    """The edit that names src/a.py is within the last 10 model calls: the read is to fetch
+def test_only_the_last_12_calls_count_as_the_agent_s_current_work(since: int, fetched: int):
+    """The edit that names src/a.py is within the last 12 model calls: the read is to fetch
     again; one call earlier, it is history."""
     b = ThreadBuilder()
     b.turn("Fix the build.", 100)
@@ -341,7 +341,7 @@ def test_only_the_last_ten_calls_count_as_the_agent_s_current_work(since: int, f
     for i in range(since):
         b.call("read", f"src/other{i}.py", 100)
     b.user("now", 50)
-    assert RECENT_CALLS == 10
+    assert RECENT_CALLS == 12
     assert len(shown(b).collapse.refetch) == fetched
 
 
