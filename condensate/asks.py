@@ -50,7 +50,9 @@ def compaction(runtime: Services, thread: Thread) -> api.Compaction:
     """The pending ask, any requested compaction, and a preview of a cut."""
     view = thread.projection
     usage = runtime.usage(thread)
-    shown: Preview = preview(view, usage, thread.profile.planner, pricing(runtime, thread))
+    shown: Preview = preview(
+        view, usage, thread.profile.planner, pricing(runtime, thread), now=runtime.clock()
+    )
     requested = view.requested
     return api.Compaction(
         ask=view.ask,

@@ -1,28 +1,36 @@
 """What a cut would remove right now, and what it would cost, for operators deciding how to
 answer an ask. Pure.
 
-For each tier: the tokens it frees; the cached prefix it invalidates (everything after the
-first entry it changes was read from the provider's cache and must be written again on the
-next call; on an engine that applies a summary by restarting its session, the whole prompt)
-with the dollar cost of writing it again and what each later call saves; and for a summary,
-the curator call's own cost (its prompt, and at most its output budget).
+For each tier: the tokens it frees; the cached prefix it invalidates (the next call reads the
+provider's cache only up to where the provider's rules find it, at or before the first entry
+the cut changes, and writes the rest again: ``cache_rules``; on an engine that applies a
+summary by restarting its session, the whole prompt) with the dollar cost of writing it again
+and what each later call saves; the signed thinking it drops; the results it clears that the
+agent would have to fetch again (``refetch``); and for a summary, the curator call's own cost
+(its prompt, and at most its output budget).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
 
-from condensate import api, tiers
+from condensate import api, cache_rules, tiers
+from condensate.cache_rules import Cache, Part
 from condensate.curator import SYSTEM_PROMPT, replaced_entries, summary_prompt
-from condensate.events import AssistantMessage
+from condensate.events import AssistantMessage, EmergencyReset, ResetCommitted, ToolResult
 from condensate.meter import ContextUsage
 from condensate.planner import PlannerSettings, Stop, summary_plan
 from condensate.prices import Price
 from condensate.probes import probes_for
 from condensate.projector import Entry, Projection
 from condensate.receipts import receipt
+from condensate.refetch import Refetch, fetch_again
 from condensate.tokens import estimate
+
+SHOWN_REFETCHES = 5
 
 
 @dataclass(frozen=True)
@@ -73,11 +81,28 @@ def _thinking_after(view: Projection, first: int | None) -> Thinking:
     return Thinking(len(blocks), sum(estimate(t.text) for t in blocks if t.text))
 
 
+CacheRule = cache_rules.Rule | Literal["new-session"]
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """Where the next call reads the cache again after a cut."""
+
+    rule: CacheRule
+    read: int = 0
+    """Prompt tokens it still reads from the cache (the fixed part included)."""
+    first_change: int | None = None
+    """The seq of the first entry the cut changes."""
+    start: int | None = None
+    """The seq of the first entry it writes again."""
+
+
 @dataclass(frozen=True)
 class TierCost:
     freed: int
     invalidated: int
-    """Cached tokens after the first change (the whole prompt, for a restarting summary)."""
+    """Prompt tokens from where the next call stops reading the cache on (the whole prompt,
+    for a restarting summary)."""
     rewritten: int
     """Tokens the next call writes to the cache again, after the cut."""
     rewrite_usd: float | None
@@ -86,6 +111,9 @@ class TierCost:
     curator: CuratorCost | None = None
     thinking: Thinking = field(default_factory=lambda: Thinking(0, 0))
     """The signed thinking the cut would take from the model's view."""
+    rewrite: Rewrite = field(default_factory=lambda: Rewrite("first-change"))
+    refetch: tuple[Refetch, ...] = ()
+    """The results it clears that the agent would have to fetch again."""
 
     @property
     def break_even_calls(self) -> int | None:
@@ -108,6 +136,18 @@ class TierCost:
             "break_even_calls": self.break_even_calls,
             "thinking_dropped": api.ThinkingDropped(
                 blocks=self.thinking.blocks, tokens=self.thinking.tokens
+            ),
+            "cache_rule": self.rewrite.rule,
+            "read_tokens": self.rewrite.read,
+            "first_change_seq": self.rewrite.first_change,
+            "rewrite_from_seq": self.rewrite.start,
+            "fetch_again": api.FetchAgain(
+                results=len(self.refetch),
+                tokens=sum(r.tokens for r in self.refetch),
+                items=[
+                    api.Refetched(seq=r.seq, tool=r.tool, target=r.target, named_by=r.named_by)
+                    for r in self.refetch[:SHOWN_REFETCHES]
+                ],
             ),
         }
         if self.curator is None:
@@ -168,48 +208,108 @@ def _usd(tokens: int, per_million: float) -> float:
     return round(tokens * per_million / 1_000_000, 6)
 
 
-def _suffix(view: Projection, first: int | None) -> int:
-    """The view's tokens from position ``first`` on (0 when nothing changes)."""
-    return 0 if first is None else sum(e.tokens for e in view.entries[first:])
+def _part(entry: Entry, read_at: datetime | None) -> Part:
+    """An entry as the cache sees it: its tokens, and the message and blocks ``prompt``
+    renders it into (a reply: its thinking, its text and its calls; anything else one block
+    of a user message)."""
+    event = entry.event
+    if isinstance(event, AssistantMessage):
+        blocks = len(event.thinking) + bool(event.text) + len(event.tool_calls)
+        return Part(entry.tokens, blocks, "assistant", read_at)
+    return Part(entry.tokens, 1, "user", read_at)
+
+
+def _last_change(view: Projection) -> int:
+    """The seq of the last event that changed the view other than at its end (a window, a
+    reset): the requests before it cached another prompt."""
+    windows = [w.seq for w in view.windows[-1:]]
+    resets = [e.seq for e in view.entries if isinstance(e.event, ResetCommitted | EmergencyReset)]
+    return max([*windows, *resets], default=0)
+
+
+def _cache(view: Projection, pricing: Pricing, now: datetime) -> Cache:
+    """The thread's prompt as the provider's cache holds it: each request the thread made
+    since its view last changed in the middle ended before the reply it got, and the cache
+    there was read last by the next request (written, for the last)."""
+    rule = cache_rules.rule_for(pricing.model)
+    bills_writes = pricing.price is not None and pricing.price.cache_write is not None
+    replies = [
+        (i, e.event.at) for i, e in enumerate(view.entries) if isinstance(e.event, AssistantMessage)
+    ]
+    since = _last_change(view)
+    ends = [(i, at) for i, at in replies if view.entries[i].seq > since]
+    read_at = {i: ends[k + 1][1] if k + 1 < len(ends) else at for k, (i, at) in enumerate(ends)}
+    return Cache(
+        rule=rule,
+        fixed=view.baseline_tokens,
+        parts=tuple(_part(e, read_at.get(i)) for i, e in enumerate(view.entries)),
+        last_call=replies[-1][1] if replies else None,
+        now=now,
+        lifetime=cache_rules.lifetime(
+            rule, one_hour=pricing.one_hour_writes, bills_writes=bills_writes
+        ),
+    )
+
+
+def _rewrite(view: Projection, cache: Cache, first: int | None) -> tuple[Rewrite, int]:
+    """Where the next call reads the cache again when position ``first`` is the first one the
+    cut changes, and the prompt's tokens from there on, before the cut."""
+    if first is None:
+        return Rewrite(cache.rule), 0
+    reuse = cache.reuse(first)
+    total = cache.fixed + sum(e.tokens for e in view.entries)
+    start = view.entries[reuse.start].seq
+    return Rewrite(cache.rule, reuse.read, view.entries[first].seq, start), total - reuse.read
 
 
 def _cost(
     freed: int,
     invalidated: int,
-    rewritten: int,
     *,
     prompt: int,
     pricing: Pricing,
-    curator: CuratorCost | None = None,
+    rewrite: Rewrite,
     thinking: Thinking,
+    refetch: tuple[Refetch, ...],
+    curator: CuratorCost | None = None,
 ) -> TierCost:
     """The rewrite at the rates of the next call (its prompt less what the cut freed), the
     saving at the rates of the call that no longer reads the freed part (``prompt``, now):
     a long-context tier prices the whole call."""
+    rewritten = max(invalidated - freed, 0)
     price = pricing.price
-    if price is None:
-        return TierCost(freed, invalidated, rewritten, None, None, curator, thinking)
-    after, before = price.rates(max(prompt - freed, 0)), price.rates(prompt)
-    write = after.cache_write_1h if pricing.one_hour_writes else after.cache_write
+    rewrite_usd = saved = None
+    if price is not None:
+        after, before = price.rates(max(prompt - freed, 0)), price.rates(prompt)
+        write = after.cache_write_1h if pricing.one_hour_writes else after.cache_write
+        rewrite_usd, saved = _usd(rewritten, write), _usd(freed, before.cache_read)
     return TierCost(
         freed,
         invalidated,
         rewritten,
-        _usd(rewritten, write),
-        _usd(freed, before.cache_read),
+        rewrite_usd,
+        saved,
         curator,
         thinking,
+        rewrite,
+        refetch,
     )
 
 
-def _cheap(view: Projection, clearing: tiers.Clearing, prompt: int, pricing: Pricing) -> TierCost:
+def _cheap(
+    view: Projection, clearing: tiers.Clearing, prompt: int, pricing: Pricing, cache: Cache
+) -> TierCost:
     positions = [p for seq in clearing.cleared if (p := view.position(seq)) is not None]
     first = min(positions, default=None)
-    invalidated = _suffix(view, first)
-    rewritten = max(invalidated - clearing.freed, 0)
-    thinking = _thinking_after(view, first)
+    rewrite, invalidated = _rewrite(view, cache, first)
     return _cost(
-        clearing.freed, invalidated, rewritten, prompt=prompt, pricing=pricing, thinking=thinking
+        clearing.freed,
+        invalidated,
+        prompt=prompt,
+        pricing=pricing,
+        rewrite=rewrite,
+        thinking=_thinking_after(view, first),
+        refetch=fetch_again(view, clearing.cleared),
     )
 
 
@@ -233,8 +333,12 @@ def preview(
     usage: ContextUsage,
     settings: PlannerSettings,
     pricing: Pricing,
+    *,
+    now: datetime,
 ) -> Preview:
+    """What each tier would cut if it were taken ``now`` (the cache's entries age)."""
     protect = view.protect_from
+    cache = _cache(view, pricing, now)
     micro = tiers.cheap_clearing(view, "microcompact", settings.tiers, protect)
     collapse = tiers.cheap_clearing(view, "collapse", settings.tiers, protect)
     receipts = []
@@ -251,28 +355,34 @@ def preview(
         keep_from = chosen.keep_from
         end = len(view.entries) if keep_from is None else view.position(keep_from) or 0
         first = None
+        replaced = []
         for i, entry in enumerate(view.entries[:end]):
             if not view.is_protected(entry):
                 first = i if first is None else first
                 removed[_kind(entry)] = removed.get(_kind(entry), 0) + entry.tokens
+                if isinstance(entry.event, ToolResult):
+                    replaced.append(entry.seq)
         if settings.restarts:
             # A new session: nothing of the old prompt stays cached, the baseline included,
             # and no thinking of the old one goes with it.
-            invalidated, rewritten = usage.measured, max(usage.measured - chosen.freed, 0)
+            invalidated = usage.measured
+            start = view.entries[0].seq if view.entries else None
+            rewrite = Rewrite(
+                "new-session", 0, None if first is None else view.entries[first].seq, start
+            )
             thinking = _thinking_after(view, 0)
         else:
-            invalidated = _suffix(view, first)
-            rewritten = max(invalidated - chosen.freed, 0)
+            rewrite, invalidated = _rewrite(view, cache, first)
             thinking = _thinking_after(view, first)
-        curator = _curator(view, keep_from, pricing)
         summary = _cost(
             chosen.freed,
             invalidated,
-            rewritten,
             prompt=usage.measured,
             pricing=pricing,
-            curator=curator,
+            rewrite=rewrite,
             thinking=thinking,
+            refetch=fetch_again(view, replaced),
+            curator=_curator(view, keep_from, pricing),
         )
     unpriced = dict.fromkeys(
         model
@@ -284,8 +394,8 @@ def preview(
     )
     return Preview(
         tuple(receipts),
-        _cheap(view, micro, usage.measured, pricing),
-        _cheap(view, collapse, usage.measured, pricing),
+        _cheap(view, micro, usage.measured, pricing, cache),
+        _cheap(view, collapse, usage.measured, pricing, cache),
         keep_from,
         removed,
         not isinstance(chosen, Stop),

@@ -31,9 +31,39 @@ class CuratorCall(Answer):
     usd: float | None
 
 
+CacheRule = Literal["anthropic-breakpoints", "openai-prefix", "first-change", "new-session"]
+"""Where the next call reads the provider's cache again after a cut (``condensate.cache_rules``):
+Anthropic's breakpoints and their 20-block lookback, OpenAI's prefix in 128-token steps, the
+fallback for any other provider (everything before the first change), or a new session (a
+summary on an engine that restarts its session: nothing)."""
+
+
+class Refetched(Answer):
+    """A result the cut takes from the view that the thread's recent steps still use."""
+
+    seq: int
+    tool: str
+    target: str
+    """What its call named: a file, a command, a pattern, a URL."""
+    named_by: int = Field(alias="namedBy")
+    """The seq of the latest assistant message (of the last 12 model calls) whose call names
+    it again, or that cites its seq."""
+
+
+class FetchAgain(Answer):
+    """What the agent would have to fetch again after the cut (``condensate.refetch``)."""
+
+    results: int
+    tokens: int
+    """What the view shows of them now."""
+    items: list[Refetched]
+    """At most five, oldest first."""
+
+
 class TierCost(Answer):
     """What a tier's cut costs: the cached prefix it invalidates, what the next call writes
-    to the cache again and its price, and what each later call saves."""
+    to the cache again and its price, what each later call saves, the thinking it drops and
+    what the agent would have to fetch again."""
 
     freed: int
     invalidated_tokens: int = Field(alias="invalidatedTokens")
@@ -47,6 +77,16 @@ class TierCost(Answer):
     """The signed thinking the cut would take from the model's view: on providers that bind
     thinking to what came before it, every block after the first change (all of them, for a
     summary that restarts the session)."""
+    cache_rule: CacheRule = Field(alias="cacheRule")
+    read_tokens: int = Field(alias="readTokens")
+    """Prompt tokens the next call still reads from the cache after the cut (the system
+    prompt and tools included)."""
+    first_change_seq: int | None = Field(alias="firstChangeSeq")
+    """The first entry the cut changes; null when it changes nothing."""
+    rewrite_from_seq: int | None = Field(alias="rewriteFromSeq")
+    """The first entry the next call writes to the cache again (at or before the first
+    change, where the cache rule finds it read); null when it writes nothing again."""
+    fetch_again: FetchAgain = Field(alias="fetchAgain")
 
 
 class SummaryCost(TierCost):

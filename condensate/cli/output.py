@@ -98,7 +98,6 @@ def tier_cost(cost: dict[str, Any], model: str) -> str:
         text += f" (${cost['rewriteUsd']:,.4f}), saves ${cost['savedPerCallUsd']:,.4f} a call"
     if cost["breakEvenCalls"] is not None:
         text += f", pays off after {cost['breakEvenCalls']:,} calls"
-    text += thinking_dropped_text(cost.get("thinkingDropped"))
     curator = cost.get("curator")
     if curator is not None:
         text += (
@@ -108,6 +107,55 @@ def tier_cost(cost: dict[str, Any], model: str) -> str:
         usd = curator["usd"]
         text += f"; {no_price(curator['model'])}" if usd is None else f" (${usd:,.4f})"
     return text
+
+
+CACHE_RULES = {
+    "anthropic-breakpoints": "Anthropic: the last live request end within 20 blocks before it",
+    "openai-prefix": "OpenAI: the prefix it shares, in 128-token steps",
+    "first-change": "provider unknown: assumed cached up to the first change",
+    "new-session": "a new session: nothing stays cached",
+}
+"""Where each cache rule reads the cache again (``condensate.cache_rules``)."""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def tier_details(cost: dict[str, Any]) -> list[str]:
+    """A tier's cut under its line: where the next call reads the cache again, the signed
+    thinking it drops and what the agent would have to fetch again (each said even when
+    nothing)."""
+    if cost["rewriteFromSeq"] is None:
+        cache = "  cache: nothing changes"
+    else:
+        first = cost["firstChangeSeq"]
+        change = "" if first is None else f"first change at seq {first}; "
+        cache = (
+            f"  cache: the next call reads {cost['readTokens']:,} tokens, writes from seq "
+            f"{cost['rewriteFromSeq']} on ({change}{CACHE_RULES[cost['cacheRule']]})"
+        )
+    dropped = cost["thinkingDropped"]
+    thinking = "  thinking dropped: none"
+    if dropped["blocks"]:
+        thinking = (
+            f"  thinking dropped: {_plural(dropped['blocks'], 'block')} "
+            f"(~{dropped['tokens']:,} tokens)"
+        )
+    again = cost["fetchAgain"]
+    fetch = "  to fetch again: none"
+    if again["results"]:
+        items = [
+            f"seq {i['seq']} {i['tool']}({i['target']}) named at seq {i['namedBy']}"
+            for i in again["items"]
+        ]
+        more = again["results"] - len(items)
+        fetch = (
+            f"  to fetch again: {_plural(again['results'], 'result')} "
+            f"(~{again['tokens']:,} tokens): " + "; ".join(items)
+        )
+        fetch += f"; and {more:,} more" if more else ""
+    return [cache, thinking, fetch]
 
 
 def compaction_lines(data: dict[str, Any]) -> list[str]:
@@ -125,7 +173,9 @@ def compaction_lines(data: dict[str, Any]) -> list[str]:
         f"usage: {data['usage']['used']:,} of line {data['usage']['line']:,}",
         f"microcompact would free {micro['freed']:,} tokens ({len(micro['receipts'])} receipts); "
         + tier_cost(micro["cost"], model),
+        *tier_details(micro["cost"]),
         f"collapse would free {collapse['freed']:,} tokens; " + tier_cost(collapse["cost"], model),
+        *tier_details(collapse["cost"]),
     ]
     if summary["possible"]:
         removed = ", ".join(f"{k} {v:,}" for k, v in sorted(summary["removedByKind"].items()))
@@ -138,6 +188,7 @@ def compaction_lines(data: dict[str, Any]) -> list[str]:
             f"summary would {kept}, removing {removed or 'nothing'} tokens, and free "
             f"{summary['freed']:,}; " + tier_cost(summary["cost"], model)
         )
+        lines += tier_details(summary["cost"])
     else:
         lines.append("summary: not possible now (nothing before the kept range to summarize)")
     return lines

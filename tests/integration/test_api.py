@@ -640,6 +640,12 @@ async def test_compact_preview_has_its_shape(
         assert cost["freed"] == preview[tier]["freed"]
         # The thread's model is Sonnet 4.5: a cache write is $3.75 a million tokens.
         assert cost["rewriteUsd"] == round(cost["rewrittenTokens"] * 3.75 / 1_000_000, 6)
+        # ... on Anthropic, whose cache rules (breakpoints, lookback) say what is read again.
+        assert cost["cacheRule"] == "anthropic-breakpoints"
+        assert isinstance(cost["readTokens"], int)
+        assert {"firstChangeSeq", "rewriteFromSeq"} <= set(cost)
+        assert set(cost["thinkingDropped"]) == {"blocks", "tokens"}
+        assert set(cost["fetchAgain"]) == {"results", "tokens", "items"}
     assert set(body["usage"]) >= {"used", "line", "ceiling"}
 
 

@@ -344,7 +344,8 @@ async def test_run_detach_prints_the_thread(daemon: DaemonProcess, tmp_path: Pat
 
 
 async def test_compact_shows_the_preview(daemon: DaemonProcess, thread: str) -> None:
-    """`compact THREAD` prints the pending ask, any request and what each tier would free."""
+    """`compact THREAD` prints the pending ask, any request and what each tier would free,
+    and under each tier where the cache is read again, its thinking and what to fetch again."""
     code, out, err = await condensate(daemon.home, "compact", thread)
     assert code == 0, err
     assert "no ask" in out
@@ -353,6 +354,10 @@ async def test_compact_shows_the_preview(daemon: DaemonProcess, thread: str) -> 
     assert re.search(r"microcompact would free [\d,]+ tokens \(\d+ receipts\)", out), out
     assert re.search(r"collapse would free [\d,]+ tokens", out), out
     assert re.search(r"summary would keep (from seq \d+|only the brief and pins)", out), out
+    # Under each tier: the cache read again, the thinking dropped, what to fetch again.
+    assert len(re.findall(r"^  cache: ", out, re.M)) == 3, out
+    assert len(re.findall(r"^  thinking dropped: ", out, re.M)) == 3, out
+    assert len(re.findall(r"^  to fetch again: ", out, re.M)) == 3, out
 
 
 async def test_compact_json_prints_the_preview(daemon: DaemonProcess, thread: str) -> None:

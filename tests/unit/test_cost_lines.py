@@ -9,7 +9,7 @@ from condensate.planner import PlannerSettings
 from condensate.preview import Pricing, preview
 from condensate.prices import price_of
 from tests.unit.test_planner import usage
-from tests.unit.test_preview import thread
+from tests.unit.test_preview import thread, working
 
 NO_PRICE = "no price for claude-foo-9 (set CONDENSATE_PRICES)"
 
@@ -29,7 +29,7 @@ def test_a_thread_on_an_unpriced_model_shows_the_no_price_line():
 def shown(pricing: Pricing) -> list[str]:
     """``condensate compact``'s lines for a thread, as the API answers them."""
     b = thread()
-    answer = preview(b.view, usage(b), PlannerSettings(), pricing).as_answer().dump()
+    answer = preview(b.view, usage(b), PlannerSettings(), pricing, now=b.clock).as_answer().dump()
     return compaction_lines(
         {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer}
     )
@@ -40,7 +40,7 @@ def test_a_preview_on_an_unpriced_model_names_it_where_each_cost_would_be():
     the model as unpriced."""
     b = thread()
     unpriced = Pricing("claude-foo-9", None, "claude-foo-9", None, 4_000)
-    answer = preview(b.view, usage(b), PlannerSettings(), unpriced).as_answer().dump()
+    answer = preview(b.view, usage(b), PlannerSettings(), unpriced, now=b.clock).as_answer().dump()
     assert answer["unpriced"] == ["claude-foo-9"]
     lines = shown(unpriced)
     tiers = [line for line in lines if "would" in line]
@@ -70,3 +70,23 @@ def test_the_thinking_a_thread_went_without_follows_its_cost():
     assert cost_text(costs) == "$0.5000 (9 calls), thinking dropped: 3 blocks (~1,234 tokens)"
     none = {**costs, "thinkingDropped": {"blocks": 0, "tokens": 0}}
     assert cost_text(none) == "$0.5000 (9 calls)"
+
+
+def test_each_tier_says_where_the_cache_is_read_its_thinking_and_what_to_fetch_again():
+    """Under each tier's line: where the next call reads the cache again and by which rule,
+    the thinking it drops and the results the agent would fetch again, each said even when
+    there is none."""
+    b = working()
+    read, edit = b.view.entries[2].seq, b.view.entries[5].seq
+    pricing = Pricing("claude-opus-5-5", price_of("claude-opus-5-5"), "claude-foo-9", None, 4_000)
+    answer = preview(b.view, usage(b), PlannerSettings(), pricing, now=b.clock).as_answer()
+    lines = compaction_lines(
+        {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer.dump()}
+    )
+    caches = [line for line in lines if line.startswith("  cache: ")]
+    assert len(caches) == 3
+    assert all("Anthropic" in line for line in caches)
+    assert sum(line == "  thinking dropped: none" for line in lines) == 3
+    fetches = [line for line in lines if line.startswith("  to fetch again: ")]
+    assert len(fetches) == 3
+    assert f"seq {read} read(src/a.py) named at seq {edit}" in fetches[-1]

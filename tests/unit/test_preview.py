@@ -1,6 +1,7 @@
 """The compaction preview's costs (GET /threads/:id/compact): for each tier the tokens it
-frees, the cached prefix it invalidates with the dollar cost of writing it again, what each
-later call saves, and a summary's curator call."""
+frees, the cached prefix it invalidates under the provider's cache rules with the dollar cost
+of writing it again, what each later call saves, the thinking it drops, what the agent would
+have to fetch again, and a summary's curator call."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from dataclasses import replace
 import pytest
 
 from condensate.curator import SYSTEM_PROMPT
-from condensate.events import ThinkingBlock
+from condensate.events import ThinkingBlock, Window, WindowTrigger
 from condensate.planner import PlannerSettings
 from condensate.preview import Preview, Pricing, preview
 from condensate.prices import LongContext, Price, price_of
+from condensate.refetch import RECENT_CALLS, Refetch
 from condensate.testing.threads import ThreadBuilder
 from condensate.tiers import TierSettings
 from condensate.tokens import estimate
@@ -24,6 +26,9 @@ PRICING = Pricing("anthropic:claude-sonnet-4-5", SONNET, "anthropic:claude-haiku
 AFTER_READ = 3_000 + 30 + 3_000 + 30 + 100 + 50
 """The view's tokens from the first read on: the read, the make call and its result, the
 small read's call and result, and the current message."""
+AFTER_CALL = 30 + AFTER_READ
+"""... and from the call that made it on: on Anthropic the cache is read up to the end of the
+request that got that call, the last breakpoint before the read's result."""
 
 
 def thread() -> ThreadBuilder:
@@ -43,17 +48,24 @@ two before it."""
 
 
 def shown(b: ThreadBuilder, settings: PlannerSettings | None = None) -> Preview:
-    return preview(b.view, usage(b), settings or ONE_KEPT, PRICING)
+    return preview(b.view, usage(b), settings or ONE_KEPT, PRICING, now=b.clock)
 
 
-def test_microcompact_rewrites_everything_after_the_read_it_clears():
-    """Clearing the old read invalidates the cache from it on; the next call writes that
-    part again, less what the receipt freed, at Sonnet's cache-write price."""
-    cost = shown(thread()).microcompact
+def test_microcompact_on_anthropic_rewrites_from_the_breakpoint_before_the_read():
+    """Clearing the old read invalidates the cache from the end of the request before the
+    call that made it (the breakpoint the lookback finds), not from the read: the next call
+    writes the call and all after it again, less what the receipt freed, at Sonnet's
+    cache-write price."""
+    b = thread()
+    cost = shown(b).microcompact
     assert 2_900 < cost.freed < 3_000
-    assert cost.invalidated == AFTER_READ
-    assert cost.rewritten == AFTER_READ - cost.freed
-    assert cost.rewrite_usd == round((AFTER_READ - cost.freed) * 3.75 / 1_000_000, 6)
+    assert cost.rewrite.rule == "anthropic-breakpoints"
+    call, read = b.view.entries[1].seq, b.view.entries[2].seq
+    assert (cost.rewrite.first_change, cost.rewrite.start) == (read, call)
+    assert cost.rewrite.read == b.baseline + 100
+    assert cost.invalidated == AFTER_CALL
+    assert cost.rewritten == AFTER_CALL - cost.freed
+    assert cost.rewrite_usd == round((AFTER_CALL - cost.freed) * 3.75 / 1_000_000, 6)
     assert cost.saved_per_call_usd == round(cost.freed * 0.30 / 1_000_000, 6)
     assert cost.break_even_calls == -(-cost.rewrite_usd // cost.saved_per_call_usd)
     assert cost.curator is None
@@ -80,8 +92,70 @@ def test_collapse_frees_the_command_too_from_the_same_point():
     b = thread()
     micro, collapse = shown(b).microcompact, shown(b).collapse
     assert collapse.freed > micro.freed + 2_900
-    assert collapse.invalidated == AFTER_READ
-    assert collapse.rewritten == AFTER_READ - collapse.freed
+    assert collapse.invalidated == AFTER_CALL
+    assert collapse.rewritten == AFTER_CALL - collapse.freed
+
+
+def test_an_openai_thread_rewrites_from_the_128_token_step_before_the_change():
+    """OpenAI reads the prefix the next request shares with the last one, in 128-token
+    steps: 2,000 + 100 + 30 tokens before the read are read as 2,048; the rest is written
+    again (the brief's last 52 tokens too)."""
+    b = thread()
+    gpt = replace(PRICING, model="openai:gpt-6.2-sol", price=price_of("gpt-6.2-sol"))
+    cost = preview(b.view, usage(b), ONE_KEPT, gpt, now=b.clock).microcompact
+    assert cost.rewrite.rule == "openai-prefix"
+    assert cost.rewrite.read == 2_048
+    assert cost.rewrite.start == b.view.entries[0].seq
+    assert cost.invalidated == 2_000 + 100 + AFTER_CALL - 2_048
+
+
+def test_an_unknown_provider_keeps_the_old_rule_and_says_so():
+    """A model whose provider's cache rules are not known: everything from the first change
+    on is written again, and the preview names the rule it fell back to."""
+    b = thread()
+    local = replace(PRICING, model="chat:qwen3-coder")
+    cost = preview(b.view, usage(b), ONE_KEPT, local, now=b.clock).microcompact
+    assert cost.rewrite.rule == "first-change"
+    assert cost.invalidated == AFTER_READ
+    assert cost.rewrite.start == cost.rewrite.first_change
+    assert cost.as_answer().cache_rule == "first-change"
+
+
+def test_a_breakpoint_older_than_five_minutes_is_not_read():
+    """Ten minutes went by after the read's step: the entry at the request end before it
+    expired (an entry lives five minutes after its last read), so only the system prompt is
+    read; a thread that writes for an hour still reads it."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    b.call("read", "src/a.py", 3_000)
+    b.call("shell", "make", 3_000)
+    b.tick(600)
+    b.call("read", "src/b.py", 100)
+    b.user("now", 50)
+    assert shown(b).microcompact.rewrite.read == b.baseline
+    hourly = replace(PRICING, one_hour_writes=True)
+    cost = preview(b.view, usage(b), ONE_KEPT, hourly, now=b.clock).microcompact
+    assert cost.rewrite.read == b.baseline + 100
+
+
+def test_requests_before_the_last_window_count_as_not_cached():
+    """A window changed the view after the make: the log does not say which of the entries
+    the requests before it wrote the provider still holds, so a cut reads only what the
+    requests since then cached (none before the old read: the system prompt)."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    b.call("read", "src/a.py", 3_000)
+    _, make = b.call("shell", "make", 3_000)
+    trigger = WindowTrigger(used=0, line=0, ceiling=0, window=0, freed=0, reason="test")
+    b.add(
+        Window(at=b.tick(), window_kind="collapse", cut=b.seq, cleared=(make.seq,), trigger=trigger)
+    )
+    b.call("read", "src/c.py", 3_000)
+    b.call("read", "src/d.py", 3_000)
+    b.user("next", 50)
+    cost = shown(b).microcompact
+    assert cost.rewrite.first_change == b.view.entries[2].seq
+    assert cost.rewrite.read == b.baseline
 
 
 def test_a_tier_that_clears_nothing_costs_nothing():
@@ -121,13 +195,14 @@ def test_a_restarting_engine_s_summary_rewrites_the_whole_prompt():
     measured = usage(b).measured
     assert summary.invalidated == measured
     assert summary.rewritten == measured - summary.freed
+    assert (summary.rewrite.rule, summary.rewrite.read) == ("new-session", 0)
 
 
 def test_an_unpriced_model_shows_no_dollars():
     """A model without a known price costs tokens, not dollars."""
     b = thread()
     unpriced = Pricing("chat:local", None, "chat:local", None, 4_000)
-    cost = preview(b.view, usage(b), ONE_KEPT, unpriced)
+    cost = preview(b.view, usage(b), ONE_KEPT, unpriced, now=b.clock)
     assert cost.microcompact.rewrite_usd is None
     assert cost.microcompact.break_even_calls is None
     assert cost.summary is not None
@@ -146,6 +221,11 @@ def test_the_json_names_every_figure(tier: str):
     assert cost["rewriteUsd"] == round(cost["rewrittenTokens"] * 3.75 / 1_000_000, 6)
     assert cost["savedPerCallUsd"] == round(cost["freed"] * 0.30 / 1_000_000, 6)
     assert ("curator" in cost) == (tier == "summary")
+    assert cost["cacheRule"] == "anthropic-breakpoints"
+    assert cost["readTokens"] == 2_000 + 100
+    assert cost["rewriteFromSeq"] <= cost["firstChangeSeq"]
+    assert set(cost["thinkingDropped"]) == {"blocks", "tokens"}
+    assert cost["fetchAgain"] == {"results": 0, "tokens": 0, "items": []}
 
 
 def test_an_openai_model_without_a_write_price_rewrites_at_its_input_price():
@@ -153,7 +233,7 @@ def test_an_openai_model_without_a_write_price_rewrites_at_its_input_price():
     ordinary input (gpt-5.5: $5 a million), not "no price"."""
     b = thread()
     gpt = Pricing("openai:gpt-5.5", price_of("gpt-5.5"), "openai:gpt-5.5", None, 4_000)
-    cost = preview(b.view, usage(b), PlannerSettings(), gpt).microcompact
+    cost = preview(b.view, usage(b), PlannerSettings(), gpt, now=b.clock).microcompact
     assert cost.rewrite_usd == round(cost.rewritten * 5 / 1_000_000, 6)
 
 
@@ -170,7 +250,7 @@ def test_a_cut_below_a_long_context_tier_prices_the_rewrite_at_the_short_rates()
         long_context=LongContext(above=now - 1, input=2, output=1),
     )
     pricing = Pricing("m", tiered, "m", tiered, 4_000)
-    cost = preview(b.view, usage(b), PlannerSettings(), pricing).microcompact
+    cost = preview(b.view, usage(b), PlannerSettings(), pricing, now=b.clock).microcompact
     assert cost.rewrite_usd == round(cost.rewritten * 1.25 / 1_000_000, 6)
     assert cost.saved_per_call_usd == round(cost.freed * 0.2 / 1_000_000, 6)
 
@@ -180,5 +260,98 @@ def test_a_thread_that_writes_for_an_hour_rewrites_at_the_one_hour_price():
     pays Sonnet 4.5's $6, not $3.75, to write the prefix again."""
     b = thread()
     hourly = replace(PRICING, one_hour_writes=True)
-    cost = preview(b.view, usage(b), PlannerSettings(), hourly).microcompact
+    cost = preview(b.view, usage(b), PlannerSettings(), hourly, now=b.clock).microcompact
     assert cost.rewrite_usd == round(cost.rewritten * 6.0 / 1_000_000, 6)
+
+
+# -- what the agent would have to fetch again ------------------------------------------------
+
+
+def working() -> ThreadBuilder:
+    """brief | read src/a.py 3,000 | make 3,000 | edit src/a.py | read src/b.py | now: the
+    agent edits the file it read two calls before."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    b.call("read", "src/a.py", 3_000)
+    b.call("shell", "make", 3_000)
+    b.call("edit", "src/a.py", 50)
+    b.call("read", "src/b.py", 100)
+    b.user("now", 50)
+    return b
+
+
+def test_a_cleared_read_of_a_file_the_agent_edits_later_is_fetched_again():
+    """Collapse clears the read of src/a.py and the make output; the agent edited src/a.py
+    two calls after the read, so the read is to fetch again (named by the edit's call); the
+    make output, which no later call names, is not."""
+    b = working()
+    read, edit = b.view.entries[2], b.view.entries[5]
+    cost = shown(b).collapse
+    assert cost.freed > 5_900
+    assert cost.refetch == (Refetch(read.seq, "read", "src/a.py", 3_000, edit.seq),)
+    again = cost.as_answer().fetch_again
+    assert (again.results, again.tokens, again.items[0].named_by) == (1, 3_000, edit.seq)
+
+
+def test_a_summary_counts_the_results_it_replaces():
+    """The summary replaces the read of src/a.py, which the later edit names."""
+    b = working()
+    summary = shown(b).summary
+    assert summary is not None
+    assert [r.target for r in summary.refetch] == ["src/a.py"]
+
+
+def test_a_file_the_agent_read_again_and_still_holds_is_not_fetched_again():
+    """The old read of src/a.py is cleared as superseded, but the later read of it stays
+    shown: the agent holds the file, nothing to fetch again."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    b.call("read", "src/a.py", 3_000)
+    b.call("shell", "make", 3_000)
+    b.call("read", "src/a.py", 3_000)
+    b.call("edit", "src/a.py", 50)
+    b.user("now", 50)
+    cost = shown(b, PlannerSettings()).microcompact
+    assert cost.freed > 2_900
+    assert cost.refetch == ()
+
+
+def test_several_cleared_reads_of_one_file_are_fetched_once_as_the_latest():
+    """Both reads of src/a.py go; the later edit names it: one result to fetch again, the
+    newer read."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    b.call("read", "src/a.py", 3_000)
+    _, newer = b.call("read", "src/a.py", 3_000)
+    b.call("shell", "make", 3_000)
+    b.call("edit", "src/a.py", 50)
+    b.user("now", 50)
+    cost = shown(b).microcompact
+    assert [r.seq for r in cost.refetch] == [newer.seq]
+
+
+@pytest.mark.parametrize(("since", "fetched"), [(RECENT_CALLS - 1, 1), (RECENT_CALLS, 0)])
+def test_only_the_last_12_calls_count_as_the_agent_s_current_work(since: int, fetched: int):
+    """The edit that names src/a.py is within the last 12 model calls: the read is to fetch
+    again; one call earlier, it is history."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    b.call("read", "src/a.py", 3_000)
+    b.call("edit", "src/a.py", 50)
+    for i in range(since):
+        b.call("read", f"src/other{i}.py", 100)
+    b.user("now", 50)
+    assert RECENT_CALLS == 12
+    assert len(shown(b).collapse.refetch) == fetched
+
+
+def test_a_result_a_later_message_cites_by_seq_is_fetched_again():
+    """The agent wrote "the make output at seq N": clearing that output costs a fetch."""
+    b = ThreadBuilder()
+    b.turn("Fix the build.", 100)
+    _, make = b.call("shell", "make", 3_000)
+    cites, _ = b.call("read", "src/b.py", 100, text=f"As the make output at seq {make.seq} says")
+    b.call("read", "src/c.py", 100)
+    b.user("now", 50)
+    (again,) = shown(b).collapse.refetch
+    assert (again.seq, again.named_by) == (make.seq, cites.seq)
