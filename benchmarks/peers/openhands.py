@@ -30,6 +30,9 @@ from benchmarks.peers._runner import (
 PEER = "openhands"
 MODULE = "benchmarks.peers.openhands"
 MODEL = "claude-opus-5-5"
+SUMMARY_PROMPT = "You are maintaining a context-aware state summary"
+"""How the condenser's summary request (no tools) starts its system prompt: a router answers
+it with a summary, not with the task's next step."""
 ENV = {
     "OPENHANDS_SUPPRESS_BANNER": "1",
     # LiteLLM's bundled price and window table, not a download of the newest at import.

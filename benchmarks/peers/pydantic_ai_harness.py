@@ -38,6 +38,8 @@ from benchmarks.peers._runner import (
 PEER = "pydantic-ai"
 MODULE = "benchmarks.peers.pydantic_ai_harness"
 MODEL = "claude-opus-5-5"
+SUMMARY_PROMPT: str | None = None
+"""``ClearToolResults`` makes no model call of its own: every request is the agent's."""
 CLEAR_TOOL_RESULTS = {"max_fraction": 0.7}
 """``Coder()``'s ``ClearToolResults`` settings."""
 MAX_OUTPUT_CHARS = 64_000

@@ -167,7 +167,7 @@ async def test_openhands_condenser_summarizes(fake: FakeModelServer, tmp_path: P
     summaries = [i for i, r in enumerate(requests) if not tool_names(r)]
     assert len(summaries) == 1
     summary = summaries[0]
-    assert "context-aware state summary" in text_of(requests[summary])
+    assert openhands_peer.SUMMARY_PROMPT in text_of(requests[summary])
     assert "F0-MARK" in text_of(requests[summary])
     assert marked(requests, "SUMMARY-MARKER")[:1] == [summary + 1]
     assert "F0-MARK" not in text_of(requests[-1])
@@ -223,7 +223,7 @@ async def test_gwenflow_summary_buffer_summarizes(fake: FakeModelServer, tmp_pat
     requests = generations(fake)
     summary = 3
     assert not tool_names(requests[summary])
-    assert "running summary" in text_of(requests[summary])
+    assert gwenflow_peer.SUMMARY_PROMPT in text_of(requests[summary])
     assert marked(requests, "SUMMARY-MARKER") == [summary + 1, summary + 2]
     assert "F0-MARK" not in text_of(requests[-1])
     assert "F3-MARK" in text_of(requests[-1])
