@@ -92,7 +92,11 @@ from condensate.engines import installed, profile
 from condensate.planner import PlannerSettings
 from condensate.replay import WEIGHTS
 from condensate.testing.fake_model import Call, Reply, Text, ToolCalls, reply_to_json
-from condensate.testing.fake_model._accounting import count_blocks, responses_blocks
+from condensate.testing.fake_model._accounting import (
+    chat_blocks,
+    count_blocks,
+    responses_blocks,
+)
 from condensate.testing.fake_model._parts import anthropic_parts, total_tokens
 from condensate.tokens import bare_model
 from tests.integration.daemon import REPO, DaemonProcess, call
@@ -138,8 +142,12 @@ GOALS = {
     "human_messages_kept": 1.0,
 }
 ARMS = ("cli_alone", "condensate_default", "condensate_recommended")
-GENERATION = frozenset({"messages", "responses"})
-ENDPOINTS = {"/v1/messages": "messages", "/v1/responses": "responses"}
+GENERATION = frozenset({"messages", "responses", "chat"})
+ENDPOINTS = {
+    "/v1/messages": "messages",
+    "/v1/responses": "responses",
+    "/v1/chat/completions": "chat",
+}
 HOP = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade"}
 )
@@ -471,6 +479,8 @@ class Router:
             return False
         if endpoint == "messages":
             return total_tokens(anthropic_parts(body, model)) > limit
+        if endpoint == "chat":
+            return sum(count_blocks(model, chat_blocks(body))) > limit
         return sum(count_blocks(model, responses_blocks(body))) > limit
 
     async def pending(self) -> dict[str, int]:
@@ -621,6 +631,12 @@ class Seen:
         ) / price.input
 
 
+def output_of(usage: Mapping[str, Any]) -> int:
+    """A reply's output tokens, as Messages and Responses (``output_tokens``) or Chat
+    Completions (``completion_tokens``) report them."""
+    return int(usage.get("output_tokens") or usage.get("completion_tokens") or 0)
+
+
 async def fetch_seen(
     session: aiohttp.ClientSession, fake_url: str, since: int, turns: int
 ) -> tuple[list[Seen], int]:
@@ -648,7 +664,7 @@ async def fetch_seen(
                 cache_read=entry["cache_read"],
                 cache_write=entry["cache_write"],
                 markers=frozenset(k for k in range(1, turns + 1) if marker(k) in text),
-                output_tokens=int((entry.get("usage") or {}).get("output_tokens") or 0),
+                output_tokens=output_of(entry.get("usage") or {}),
                 cache_write_1h=int(entry.get("cache_write_1h") or 0),
                 rethink_tokens=int(entry.get("rethink_tokens") or 0),
                 thinking_refused=bool((entry.get("thinking") or {}).get("refused")),

@@ -55,9 +55,9 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import aiohttp
 import structlog
@@ -66,10 +66,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import cli_long_task as cli
+from benchmarks.peers import Driver, gwenflow, openhands, peer_python, pydantic_ai_harness
 from benchmarks.planner_scale import code_file, prose, sentence
 from benchmarks.tasks import BRIEF, MODULES, STEERS, failing_run, passing_run
 from condensate import prices
-from condensate.testing.fake_model import Reply, Text
+from condensate.testing.fake_model import REAL_WINDOWS, Reply, Text
 from condensate.testing.fake_model.agent import (
     Action,
     Again,
@@ -119,6 +120,7 @@ SWEEP: dict[str, dict[str, str]] = {
 """The tier settings the sweep tries, as the environment an operator sets (``ceiling``: the
 engine's ceiling setting, ``CONDENSATE_WINDOW_CEILING_PI`` or ``_CLAUDE``)."""
 GOALS = {"cli_vs_alone": 0.5, "native_vs_cheapest_peer": 0.75, "extra_calls_margin": 0.10}
+_MARKER = re.compile(r"\[HUMAN-MARKER-(\d+)\]")
 _CLEAN = re.compile(r"^[A-Za-z0-9_ .,:;()=+*/\[\]{}<>!?'#%-]{24,}$")
 
 
@@ -369,8 +371,15 @@ class AgentScript(cli.Script):
     """The router's script, played by the reactive agent."""
 
     agent: ReactiveAgent = field(default_factory=lambda: ReactiveAgent((), Dialect("native")))
+    follow: bool = False
+    """Find the human turn in each request (a peer runs all its turns on its own): the newest
+    human marker it shows."""
 
     def next(self, body: Mapping[str, Any]) -> tuple[Reply, bool]:
+        if self.follow:
+            shown = [int(n) for n in _MARKER.findall(prompt_text(body))]
+            if shown and max(shown) > self.turn:
+                self.begin(max(shown))
         return self.agent.next(body), True
 
     def accept(self) -> None:
@@ -383,9 +392,76 @@ class AgentScript(cli.Script):
 
 # -- the arms ---------------------------------------------------------------------------------
 
-Arm = Literal["native_default", "native_best", "cli_alone", "condensate_default"]
-NATIVE_ARMS: tuple[Arm, ...] = ("native_default", "native_best")
+
+class Peer(Protocol):
+    """A peer's module in ``benchmarks/peers`` (read only: a module's constants)."""
+
+    @property
+    def PEER(self) -> str: ...
+    @property
+    def MODEL(self) -> str: ...
+    @property
+    def SUMMARY_PROMPT(self) -> str | None: ...
+    @property
+    def run(self) -> Driver: ...
+
+
+Arm = Literal[
+    "native_default",
+    "native_best",
+    "openhands",
+    "pydantic_ai_harness",
+    "gwenflow",
+    "cli_alone",
+    "condensate_default",
+]
+PEERS: dict[str, Peer] = {
+    "openhands": openhands,
+    "pydantic_ai_harness": pydantic_ai_harness,
+    "gwenflow": gwenflow,
+}
+"""Each peer's own loop and default context management (``benchmarks/peers``)."""
+NATIVE_ARMS: tuple[Arm, ...] = ("native_default", "native_best", *PEERS)  # type: ignore[arg-type]
 CLI_ARMS: tuple[Arm, ...] = ("cli_alone", "condensate_default")
+PEER_TIMEOUT = 3_600.0
+
+
+@dataclass
+class PeerRouter(cli.Router):
+    """The router for a peer: its own summary requests are compactions."""
+
+    summary_prompt: str | None = None
+
+    def classify(self, endpoint: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
+        if self.summary_prompt is not None and self.summary_prompt in cli.body_text(body):
+            return "compaction"
+        return super().classify(endpoint, body, headers)
+
+
+async def peer_arm(name: str, arm: cli.Arm, model: str) -> cli.ArmRun:
+    """The peer's own loop over every human turn, against the arm's router."""
+    peer = PEERS[name]
+    if peer_python(peer.PEER) is None:
+        msg = f"the peer {name} is not installed here: run scripts/setup-peers"
+        raise RuntimeError(msg)
+    humans = [t.human for t in arm.task.turns]
+    done = await peer.run(arm.router.url, model, arm.work, humans, PEER_TIMEOUT)
+    run = cli.ArmRun()
+    for outcome in done.turns:
+        failed = outcome.error is not None
+        run.turns.append(
+            cli.TurnRecord(
+                outcome.index + 1,
+                "failed" if failed else "completed",
+                outcome.seconds,
+                outcome.error or "",
+            )
+        )
+    if done.error is not None:
+        run.turns.append(cli.TurnRecord(len(run.turns) + 1, "failed", done.seconds, done.error))
+    run.compactions = done.condensations
+    run.extra["context_management"] = done.context_management
+    return run
 
 
 @dataclass(frozen=True)
@@ -415,22 +491,26 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
     work.mkdir(parents=True)
     write_workspace(task, work)
     engine = setup.engine
+    peer = PEERS.get(name)
     model = NATIVE_MODEL if engine is None else cli.MODELS[engine]
     window = NATIVE_WINDOW if engine is None else cli.WINDOWS[engine]
+    if peer is not None:
+        model, window = peer.MODEL, REAL_WINDOWS[peer.MODEL]
     main_model = bare_model(model)
     windows = {main_model: window, bare_model(cli.CURATOR_MODEL): cli.CURATOR_WINDOW}
     fake = cli.FakeProcess(windows, state / "fake.log")
     await asyncio.to_thread(fake.start)
     dialect = Dialect("native" if engine is None else engine, str(work))
     agent = ReactiveAgent(task.turns, dialect)
-    router = cli.Router(
+    router = PeerRouter(
         fake.url,
-        AgentScript({}, agent=agent),
+        AgentScript({}, agent=agent, follow=peer is not None),
         functools.partial(stand_in_summary, task, engine == "claude"),
         main_model,
         bare_model(cli.CURATOR_MODEL),
         windows,
         pace=setup.pace,
+        summary_prompt=None if peer is None else peer.SUMMARY_PROMPT,
     )
     turns = tuple(cli.HumanTurn(n, t.human, (), t.final) for n, t in enumerate(task.turns, start=1))
     recorder = cli.Recorder(fake.url, len(turns), state / "requests.jsonl")
@@ -441,7 +521,9 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
     started = time.perf_counter()
     try:
         await router.start()
-        if name == "cli_alone":
+        if peer is not None:
+            run = await peer_arm(name, arm, main_model)
+        elif name == "cli_alone":
             run = await cli.cli_alone(arm)
         elif engine is None:
             body = {"engine": "api", "model": NATIVE_MODEL}
@@ -456,7 +538,7 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
     finally:
         await router.close()
         await asyncio.to_thread(fake.close)
-    return figures(name, agent, recorder.seen, run, wall)
+    return figures(name, agent, recorder.seen, run, wall, model=main_model)
 
 
 def tier_env(
@@ -470,24 +552,51 @@ def tier_env(
     return out
 
 
-def output_ratio(model: str) -> float:
-    price = prices.price_of(model)
-    return price.output / price.input if price is not None and price.input else 5.0
+@dataclass(frozen=True)
+class Units:
+    """Bills in one unit: base input tokens of the arm's own model (its input price per
+    token), each call at its own model's list price, long-context tiers included; a call on a
+    model without a price falls back to its own ratios (``cli.Seen.weighted``)."""
+
+    model: str
+
+    def input(self, seen: cli.Seen) -> float:
+        tokens = seen.tokens
+        billed = prices.cost(seen.model, replace(tokens, output=0))
+        return seen.weighted if billed is None else billed / self.per_token
+
+    def output(self, seen: cli.Seen) -> float:
+        billed = prices.cost(seen.model, prices.Tokens(output=seen.output_tokens))
+        return 5.0 * seen.output_tokens if billed is None else billed / self.per_token
+
+    @property
+    def per_token(self) -> float:
+        price = prices.price_of(self.model)
+        return (price.input if price is not None and price.input else 1.0) / 1_000_000
 
 
 def figures(
-    name: str, agent: ReactiveAgent, seen: Sequence[cli.Seen], run: cli.ArmRun, wall: float
+    name: str,
+    agent: ReactiveAgent,
+    seen: Sequence[cli.Seen],
+    run: cli.ArmRun,
+    wall: float,
+    *,
+    model: str,
 ) -> dict[str, Any]:
     answered = [s for s in seen if s.answered]
     main = [s for s in answered if s.kind == "main"]
     total_input = sum(s.input_tokens for s in answered)
     cache_read = sum(s.cache_read for s in answered)
-    weighted_output = sum(s.output_tokens * output_ratio(s.model) for s in answered)
+    units = Units(model)
+    weighted_input = sum(units.input(s) for s in answered)
+    weighted_output = sum(units.output(s) for s in answered)
     out: dict[str, Any] = {
         "arm": name,
-        "weighted_input": round(sum(s.weighted for s in answered), 1),
+        "model": model,
+        "weighted_input": round(weighted_input, 1),
         "weighted_output": round(weighted_output, 1),
-        "weighted_total": round(sum(s.weighted for s in answered) + weighted_output, 1),
+        "weighted_total": round(weighted_input + weighted_output, 1),
         "usd": round(sum(s.usd or 0.0 for s in answered), 4),
         "calls": len(answered),
         "calls_by_kind": dict(Counter(s.kind for s in answered)),
@@ -499,8 +608,9 @@ def figures(
         "peak_prompt": max((s.input_tokens for s in main), default=0),
         "cache_read_share": round(cache_read / total_input, 4) if total_input else None,
         "summary_weighted_input": round(
-            sum(s.weighted for s in answered if s.kind in ("compaction", "curator")), 1
+            sum(units.input(s) for s in answered if s.kind in ("compaction", "curator")), 1
         ),
+        "by_model": cli.by_model(answered),
         "windows": run.windows,
         "cli_compactions": run.compactions,
         "ceiling": run.ceiling,
@@ -560,6 +670,26 @@ def goals(arms: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             and ours["failed_steps"] == 0
             and ours["refused"] == 0
             and ours["extra_calls"] <= allowed,
+        }
+    native = by.get("native_default")
+    finished = [by[p] for p in PEERS if p in by and not by[p]["turns_not_completed"]]
+    if native is not None and finished:
+        cheapest = min(finished, key=lambda a: a["weighted_input"])
+        measured = ratio(native["weighted_input"], cheapest["weighted_input"])
+        allowed = cheapest["extra_calls"] * (1 + GOALS["extra_calls_margin"])
+        out["native_vs_cheapest_peer"] = {
+            "arm": "native_default",
+            "goal": GOALS["native_vs_cheapest_peer"],
+            "peer": cheapest["arm"],
+            "measured": measured,
+            "failed_steps": native["failed_steps"],
+            "peer_failed_steps": cheapest["failed_steps"],
+            "extra_calls": native["extra_calls"],
+            "extra_calls_allowed": allowed,
+            "met": measured is not None
+            and measured <= GOALS["native_vs_cheapest_peer"]
+            and native["failed_steps"] <= cheapest["failed_steps"]
+            and native["extra_calls"] <= allowed,
         }
     return out
 
@@ -682,7 +812,7 @@ def json_lines(report: Mapping[str, Any]) -> str:
     lines = []
     for arm in report["arms"]:
         judged = {k: g for k, g in report["goals"].items() if g.get("arm") == arm["arm"]}
-        lines.append(json.dumps({**arm, **shared, "goals": judged}))
+        lines.append(json.dumps({**shared, **arm, "goals": judged}))
     return "\n".join(lines)
 
 

@@ -18,10 +18,12 @@ from benchmarks.reactive_task import (
     CLI_ARMS,
     NATIVE_ARMS,
     NATIVE_MODEL,
+    PEERS,
     Builder,
     build_task,
     clean_lines,
 )
+from condensate.tokens import bare_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "reactive_task.py"
@@ -56,16 +58,25 @@ def check_arm(arm: dict[str, Any], scripted: int) -> None:
 
 
 def test_the_native_arms_play_the_whole_task_at_ci_size() -> None:
-    """``reactive_task.py --small --json``: one object per native arm, each played to the
-    end by the agent (every step answered, nothing failed, nothing refused: a small task
-    stays far under the ceiling, so nothing was cut)."""
+    """``reactive_task.py --small --json``: one object per arm (the native loop's and each
+    peer's own loop), each played to the end by the agent (every step answered, nothing
+    failed, nothing refused: a small task stays far under every threshold, so nothing was
+    cut), and the native goal judged against the cheapest peer."""
     arms = run_benchmark("--small")
     assert [a["arm"] for a in arms] == list(NATIVE_ARMS)
     for arm in arms:
-        assert arm["model"] == NATIVE_MODEL
+        if arm["arm"] not in PEERS:
+            assert arm["model"] == bare_model(NATIVE_MODEL)
         check_arm(arm, arm["scripted_calls"])
         assert (arm["extra_calls"], arm["failed_steps"], arm["refused"]) == (0, 0, 0)
         assert arm["windows"] == {}
+    native = next(a for a in arms if a["arm"] == "native_default")
+    judged = native["goals"]["native_vs_cheapest_peer"]
+    cheapest = min((a for a in arms if a["arm"] in PEERS), key=lambda a: a["weighted_input"])
+    assert judged["peer"] == cheapest["arm"]
+    assert judged["measured"] == pytest.approx(
+        native["weighted_input"] / cheapest["weighted_input"], abs=1e-4
+    )
 
 
 def test_at_a_low_ceiling_the_agent_gets_back_what_windows_cut() -> None:
