@@ -10,7 +10,13 @@ summary) and then times ONE planning step after each appended tool result::
 
     view.apply(stored); meter.measure(view, ...); planner.plan(view, ...)
 
-against rendering the current view (``render_window``) and counting it with tiktoken.
+against rendering the current view (``render_window``) and counting it with tiktoken from
+scratch: the encoding's own ``encode_ordinary`` on the whole text, without the chunk memo of
+``condensate.tokens`` (what that memo makes of the same count is reported beside it).
+
+The thread runs as the daemon would run it on the defaults: the native loop's profile
+(``engines.profile``: its ceiling share and cap, no operator setting) and the model's window
+from ``providers.windows`` (claude-opus-5-5: 1,000,000 tokens, so a 120,000-token ceiling).
 
     python benchmarks/planner_scale.py               # a table
     python benchmarks/planner_scale.py --json        # one JSON object
@@ -41,9 +47,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+import tiktoken
 
+from adapters.native import ENGINE as NATIVE
 from condensate import meter
 from condensate.ceilings import CeilingSettings
+from condensate.engines import profile
 from condensate.events import (
     AssistantMessage,
     Author,
@@ -62,13 +71,19 @@ from condensate.events import (
 )
 from condensate.meter import ContextUsage, ModelWindow
 from condensate.planner import Ask, Cut, Decision, HoldBack, PlannerSettings, Proceed, Stop, plan
+from condensate.providers import parse_model
+from condensate.providers.windows import resolve
 from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
 from condensate.tokens import Counter, count_event, counter_for
 
 MODEL = "anthropic:claude-opus-5-5"
-WINDOW = ModelWindow(200_000, resolved=True)
-ENGINE: Engine = "api"
+WINDOW: ModelWindow = resolve(parse_model(MODEL), {})
+"""The model's window as the daemon resolves it (no operator setting)."""
+ENGINE: Engine = NATIVE.name
+PROFILE = profile(NATIVE, CeilingSettings(), PlannerSettings(), NATIVE.settings.model_construct())
+"""The native loop on the defaults: its ceiling share and cap, no operator cap or setting
+(``model_construct`` reads no environment)."""
 BASELINE = 12_000
 """System prompt, tool schemas and skills of a native-loop thread (ours, a typical size)."""
 SEED = 20_261_130
@@ -397,8 +412,8 @@ class Sim:
     texts: Texts
     counter: MemoCounter
     b: ThreadBuilder = field(init=False)
-    ceilings: CeilingSettings = field(default_factory=CeilingSettings)
-    planner: PlannerSettings = field(default_factory=PlannerSettings)
+    ceilings: CeilingSettings = PROFILE.ceilings
+    planner: PlannerSettings = PROFILE.planner
     decisions: Tally[str] = field(default_factory=Tally)
     windows: Tally[str] = field(default_factory=Tally)
     last_usage: ContextUsage | None = None
@@ -409,7 +424,14 @@ class Sim:
     spawned: int = 0
 
     def __post_init__(self) -> None:
-        self.b = ThreadBuilder(engine=ENGINE, model=MODEL, baseline=BASELINE, count=False)
+        self.b = ThreadBuilder(
+            engine=ENGINE,
+            model=MODEL,
+            baseline=BASELINE,
+            recall=NATIVE.recall,
+            clamp_tokens=self.planner.tiers.clamp_tokens,
+            count=False,
+        )
 
     # appending
 
@@ -630,24 +652,33 @@ def ms(ns: float) -> float:
 
 
 def count_from_scratch(sim: Sim) -> dict[str, Any]:
-    """Render the view and count it with a fresh (unmemoized) tiktoken counter."""
-    counter = counter_for(MODEL)
-    render_ns, count_ns = [], []
+    """Render the view and count it with tiktoken from scratch, the way to size a prompt
+    that keeps no state: the encoding's ``encode_ordinary`` on the whole text. The
+    ``counter_for`` counter is not that: it remembers every chunk of lines it has counted
+    (the build counted them all), so the same count through it is reported apart
+    (``memo_ms``) and never enters the ratio."""
+    memo = counter_for(MODEL)
+    encoding = tiktoken.get_encoding(memo.name)
+    render_ns, count_ns, memo_ns = [], [], []
     tokens = chars = 0
     for _ in range(COUNT_REPETITIONS):
         start = time.perf_counter_ns()
         text = render_window(sim.b.view)
         rendered = time.perf_counter_ns()
-        tokens = counter.count(text)
+        tokens = len(encoding.encode_ordinary(text))
         counted = time.perf_counter_ns()
+        memo_tokens = memo.count(text)
+        memo_ns.append(time.perf_counter_ns() - counted)
         render_ns.append(rendered - start)
         count_ns.append(counted - rendered)
         chars = len(text)
+        assert memo_tokens == tokens, "the chunk memo must count what tiktoken counts"
     total = [r + c for r, c in zip(render_ns, count_ns, strict=True)]
     return {
         "count_ms": ms(statistics.median(total)),
         "render_ms": ms(statistics.median(render_ns)),
         "tiktoken_ms": ms(statistics.median(count_ns)),
+        "memo_ms": ms(statistics.median(memo_ns)),
         "tokens": tokens,
         "chars": chars,
         "repetitions": COUNT_REPETITIONS,
@@ -749,8 +780,9 @@ def run(sizes: list[int], steps: int | None, seed: int) -> dict[str, Any]:
         "baseline_tokens": BASELINE,
         "seed": seed,
         "step": "view.apply(tool result) + meter.measure + planner.plan",
-        "count": "render_window(view) + tiktoken count, median of "
-        f"{COUNT_REPETITIONS}; ratio = count_ms / median_ms",
+        "count": "render_window(view) + tiktoken encode_ordinary (no memo), median of "
+        f"{COUNT_REPETITIONS}; ratio = count_ms / median_ms; memo_ms: the same text through "
+        "condensate.tokens' chunk memo, warm (not in the ratio)",
         "gc": "disabled during each timed step only",
         "text_pools_s": round(texts_s, 3),
         "targets": {
@@ -770,14 +802,15 @@ def table(report: dict[str, Any]) -> str:
         f"python {m['python']}, {m['cpu_count']} cpus, {m['encoding']}; {report['command']}",
         "",
         f"{'events':>8} {'history':>11} {'view':>8} {'windows':>7} {'build s':>8} "
-        f"{'median ms':>10} {'p99 ms':>8} {'count ms':>9} {'ratio':>7}  decisions",
+        f"{'median ms':>10} {'p99 ms':>8} {'count ms':>9} {'ratio':>7} {'memo ms':>8}  decisions",
     ]
     for r in report["sizes"].values():
         mix = ", ".join(f"{k} {v}" for k, v in r["decision_mix"].items())
         lines.append(
             f"{r['events']:>8,} {r['history_tokens']:>11,} {r['view_tokens']:>8,} "
             f"{r['windows_built']:>7} {r['build_s']:>8.2f} {r['median_ms']:>10.4f} "
-            f"{r['p99_ms']:>8.4f} {r['count_ms']:>9.2f} {r['ratio']:>7.0f}  {mix}"
+            f"{r['p99_ms']:>8.4f} {r['count_ms']:>9.2f} {r['ratio']:>7.0f} "
+            f"{r['memo_ms']:>8.2f}  {mix}"
         )
     t = report["targets"]
     if t["met"] is not None:

@@ -51,6 +51,10 @@ class ThreadBuilder:
     baseline: int = 2_000
     model: str = "anthropic:claude-opus-5-5"
     thread_id: str = "t1"
+    recall: bool = False
+    clamp_tokens: int | None = None
+    """What ``ThreadCreated`` records of the engine and its settings, as the runtime writes
+    them (``recall`` shows in receipts, ``clamp_tokens`` in the view)."""
     count: bool = False
     clock: datetime = EPOCH
     log: list[Stored] = field(default_factory=list)
@@ -66,6 +70,8 @@ class ThreadBuilder:
                 cwd="/work",
                 head=self.head,
                 baseline_tokens=self.baseline,
+                recall=self.recall,
+                clamp_tokens=self.clamp_tokens,
             ),
             0,
         )
