@@ -3,11 +3,15 @@ cheap tier clears it as it clears a file read; anything else is an action."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from condensate.events import AssistantMessage, ToolCall, ToolResult
 from condensate.receipts import categorize
-from condensate.shell_reads import reads_only
+from condensate.shell_reads import reads_only, words
 from condensate.testing.threads import ThreadBuilder
 
 READS = [
@@ -100,3 +104,24 @@ def test_the_view_reads_a_shell_calls_whole_command() -> None:
         )
     categories = {e.call_id: e.category for e in b.view.entries if e.role == "tool"}
     assert categories == {"r": "reread", "s": "action"}
+
+
+def _lexed(command: str) -> list[str] | None:
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
+        lexer.whitespace_split = True
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab-=./1 \t\r\x0b\u00a0'\"\\#;&|<>()$*~"), max_size=24))
+@example("pytest -q")
+@example("git status --short")
+@example("a\u00a0b")
+@example("a#b c")
+def test_words_are_the_lexers_words(command: str) -> None:
+    """Plain words split without the lexer come out as the lexer would give them; anything
+    else goes through the lexer."""
+    assert words(command) == _lexed(command)
