@@ -21,6 +21,7 @@ from ``providers.windows`` (claude-opus-5-5: 1,000,000 tokens, so a 120,000-toke
     python benchmarks/planner_scale.py               # a table
     python benchmarks/planner_scale.py --json        # one JSON object
     python benchmarks/planner_scale.py --json --sizes 1000,10000 --check   # CI
+    python benchmarks/planner_scale.py --early 0.1 --target 0.3 --keep-pairs 1   # departures
 
 Every thread is deterministic (``random.Random(seed)``). Token counts are real (the model's
 tiktoken encoding through ``condensate.tokens.count_event``); a memo of counted texts stands in
@@ -43,7 +44,7 @@ import sys
 import time
 from collections import Counter as Tally
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -686,9 +687,15 @@ def count_from_scratch(sim: Sim) -> dict[str, Any]:
 
 
 def run_size(
-    events: int, steps: int, texts: Texts, counter: MemoCounter, seed: int
+    events: int,
+    steps: int,
+    texts: Texts,
+    counter: MemoCounter,
+    seed: int,
+    *,
+    planner: PlannerSettings,
 ) -> dict[str, Any]:
-    sim = Sim(random.Random(seed + events), texts, counter)
+    sim = Sim(random.Random(seed + events), texts, counter, planner=planner)
     started = time.perf_counter()
     sim.build(events)
     build_s = time.perf_counter() - started
@@ -757,7 +764,9 @@ def machine() -> dict[str, Any]:
     }
 
 
-def run(sizes: list[int], steps: int | None, seed: int) -> dict[str, Any]:
+def run(
+    sizes: list[int], steps: int | None, seed: int, planner: PlannerSettings = PROFILE.planner
+) -> dict[str, Any]:
     counter = MemoCounter(counter_for(MODEL))
     started = time.perf_counter()
     texts = Texts.make(seed)
@@ -765,7 +774,7 @@ def run(sizes: list[int], steps: int | None, seed: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for size in sizes:
         n = steps if steps is not None else (200 if size <= 10_000 else 100)
-        results[str(size)] = run_size(size, n, texts, counter, seed)
+        results[str(size)] = run_size(size, n, texts, counter, seed, planner=planner)
     target = results.get(str(TARGET_SIZE))
     met = None
     if target is not None:
@@ -778,6 +787,11 @@ def run(sizes: list[int], steps: int | None, seed: int) -> dict[str, Any]:
         "engine": ENGINE,
         "model_window": WINDOW.tokens,
         "baseline_tokens": BASELINE,
+        "tiers": {
+            "early_share": planner.tiers.early_share,
+            "target_share": planner.tiers.target_share,
+            "keep_pairs": planner.tiers.keep_pairs,
+        },
         "seed": seed,
         "step": "view.apply(tool result) + meter.measure + planner.plan",
         "count": "render_window(view) + tiktoken encode_ordinary (no memo), median of "
@@ -831,6 +845,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--steps", type=int, default=None, help="timed steps per size")
     parser.add_argument("--seed", type=int, default=SEED)
+    tiers = PROFILE.planner.tiers
+    parser.add_argument(
+        "--early",
+        type=float,
+        default=tiers.early_share,
+        help="a departure: cheap windows before the line from this share of it (default: none)",
+    )
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=tiers.target_share,
+        help="a departure: windows cut down to this share of the line (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--keep-pairs",
+        type=int,
+        default=tiers.keep_pairs,
+        help="recent results cheap tiers keep (default: %(default)s)",
+    )
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when the target at 10,000 events is missed"
     )
@@ -842,7 +875,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--sizes takes thread sizes of at least 100 events")
     if args.steps is not None and args.steps < 1:
         parser.error("--steps must be positive")
-    report = run(sizes, args.steps, args.seed)
+    chosen = replace(
+        tiers, early_share=args.early, target_share=args.target, keep_pairs=args.keep_pairs
+    )
+    report = run(sizes, args.steps, args.seed, replace(PROFILE.planner, tiers=chosen))
     print(json.dumps(report, indent=2) if args.json else table(report))
     return 1 if args.check and report["targets"]["met"] is False else 0
 
