@@ -234,8 +234,13 @@ def _early(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> 
     if usage.used <= int(usage.line * tier_settings.target_share):
         return None
     tier = tier_settings.early_tier
+    enough = tier_settings.early_share * usage.line
+    if tiers.most_freed(view, tier, tier_settings) < enough:
+        # Ruled out without choosing what to clear: the choice reads the whole view, and
+        # this check runs before every call under the line, where no window is due.
+        return None
     clearing = tiers.cheap_clearing(view, tier, tier_settings, None)
-    if clearing.freed < tier_settings.early_share * usage.line:
+    if clearing.freed < enough:
         return None
     return Cut(usage, tier, f"{tier}: pays for itself", clearing.freed, clearing.cleared)
 

@@ -279,6 +279,8 @@ class Projection:
     anything derived from the entries in order stays valid while this does not move."""
     memo: object = field(default=None, repr=False, compare=False)
     """A derived value kept by its deriver (``prompt.to_messages``); never serialized."""
+    tiers_memo: object = field(default=None, repr=False, compare=False)
+    """Another such value, kept by ``tiers.most_freed``."""
 
     # -- folding -------------------------------------------------------------------------
 
@@ -668,6 +670,7 @@ def _dump(p: Projection) -> dict[str, Any]:
             "billed",
             "layout",
             "memo",
+            "tiers_memo",
         )
     }
     data["billed"] = {key: asdict(bill) for key, bill in p.billed.items()}

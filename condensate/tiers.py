@@ -69,6 +69,57 @@ class Clearing:
     freed: int
 
 
+CLEARS: dict[CheapTier, frozenset[Category]] = {
+    "microcompact": frozenset({"reread"}),
+    "collapse": frozenset({"reread", "action"}),
+}
+"""The categories of results each cheap tier clears."""
+
+
+@dataclass
+class _Clearable:
+    """Tokens of ``entries[:count]`` that a cheap tier might clear, by category, while the
+    view's layout, its ``baked_before`` and the size rules stay ``key``."""
+
+    key: tuple[int, int, int, int]
+    count: int
+    tokens: dict[Category, int]
+
+
+def most_freed(view: Projection, tier: CheapTier, settings: TierSettings) -> int:
+    """What ``tier`` could free at most: every result it might clear, whole (``cheap_clearing``
+    frees less: it keeps the most recent results, and each receipt takes some back). Kept on
+    the view as it grows, so a call costs what was appended since the last one, where
+    ``cheap_clearing`` reads the whole view; counted again after a window."""
+    key = (view.layout, view.baked_before, settings.small_result_tokens, settings.dedupe_min_tokens)
+    memo = view.tiers_memo
+    if not isinstance(memo, _Clearable) or memo.key != key:
+        memo = _Clearable(key, 0, {})
+        view.tiers_memo = memo
+    for entry in view.entries[memo.count :]:
+        category = _clearable_as(entry, view.baked_before, settings)
+        if category is not None:
+            memo.tokens[category] = memo.tokens.get(category, 0) + entry.tokens
+    memo.count = len(view.entries)
+    return sum(memo.tokens.get(category, 0) for category in CLEARS[tier])
+
+
+def _clearable_as(entry: Entry, baked_before: int, settings: TierSettings) -> Category | None:
+    """The category in which a cheap tier might clear ``entry``, by what ``cheap_clearing``
+    asks of it short of its age, its batch and its tool; None when no tier ever would."""
+    if entry.role != "tool" or entry.receipt is not None or entry.seq <= baked_before:
+        return None
+    if entry.read_key is not None:
+        # Superseded by a later read of the same thing, a read is cleared from a smaller
+        # size than other results (``dedupe_min_tokens``).
+        smallest = min(settings.small_result_tokens, settings.dedupe_min_tokens)
+        return "reread" if entry.full_tokens >= smallest else None
+    failed = isinstance(entry.event, ToolResult) and entry.event.is_error
+    if failed or entry.full_tokens < settings.small_result_tokens:
+        return None
+    return entry.category
+
+
 def cheap_clearing(
     view: Projection,
     tier: CheapTier,
@@ -78,7 +129,7 @@ def cheap_clearing(
     """The results ``tier`` would clear, oldest first, and the tokens it would free: every
     read superseded by a later one of the same thing (whatever its age: the later one is
     shown), then the older results of its categories."""
-    allowed: set[Category] = {"reread"} if tier == "microcompact" else {"reread", "action"}
+    allowed = CLEARS[tier]
     live = [
         i
         for i, e in enumerate(view.entries)

@@ -3,10 +3,12 @@ strategies", "Head threads"; design.md §5)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
+from condensate import tiers
 from condensate.ceilings import CeilingSettings
 from condensate.events import ToolResult
 from condensate.meter import ContextUsage, ModelWindow, measure
@@ -161,6 +163,81 @@ def test_a_summary_resets_the_ladder():
     d = decide(b)
     assert isinstance(d, Cut)
     assert d.kind == "microcompact"
+
+
+EARLY = replace(SETTINGS, tiers=replace(SETTINGS.tiers, early_share=0.10, target_share=0.3))
+"""The departure of early windows: a cheap window under the line, above 0.3 of it, once it
+frees a tenth of it."""
+
+
+def decide_early(b: ThreadBuilder):
+    return plan(b.view, usage(b), shaped(b.view.engine, planner=EARLY).planner, b.clock)
+
+
+def choosing_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on, choosing what a cheap tier clears (a pass over the whole view) fails."""
+
+    def fail(*_: object) -> tiers.Clearing:
+        msg = "chose what to clear under the line"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(tiers, "cheap_clearing", fail)
+
+
+def test_an_early_window_is_taken_once_it_pays_for_itself(monkeypatch: pytest.MonkeyPatch):
+    """With early windows set, a collapse is taken under the line once it frees their share
+    of the line; after it, what it left (the recent results) could not pay for another, and
+    the planner, past the target again, says so without choosing what to clear."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    reads(b, 20)
+    line = usage(b).line
+    assert 0.3 * line < usage(b).used <= line
+    d = decide_early(b)
+    assert isinstance(d, Cut)
+    assert (d.kind, d.reason) == ("collapse", "collapse: pays for itself")
+    assert d.freed >= 0.10 * line
+    take(b, d)
+    while usage(b).used <= 0.3 * line:
+        b.reply("notes", 400)
+    choosing_fails(monkeypatch)
+    assert isinstance(decide_early(b), Proceed)
+
+
+def test_under_the_line_the_early_check_reads_only_what_was_appended(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Results no cheap tier clears (small ones, failures) fill the prompt past the target:
+    every call under the line is planned without choosing what to clear, on a bound kept as
+    the view grows."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    choosing_fails(monkeypatch)
+    small = SETTINGS.tiers.small_result_tokens - 1
+    while usage(b).used < 0.8 * usage(b).line:
+        b.call("shell", "pytest -q", small)
+        b.call("shell", "pytest -q", 2_000, error=True)
+        assert isinstance(decide_early(b), Proceed)
+
+
+def test_the_bound_holds_a_small_read_that_a_later_one_supersedes():
+    """A read too small for a cheap tier is still cleared once a later read of the same
+    thing supersedes it: what the planner rules a tier out by counts it (and every result
+    a tier might clear once it is older), and no failure nor small result of another kind."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    small = SETTINGS.tiers.small_result_tokens - 1
+    assert small >= SETTINGS.tiers.dedupe_min_tokens
+    _, first = b.call("read", "a.py", small)
+    b.call("shell", "make check", 3_000, error=True)
+    b.call("shell", "make check", small)
+    b.call("read", "a.py", small)
+    reads(b, SETTINGS.tiers.keep_pairs)
+    whole = 2 * small + SETTINGS.tiers.keep_pairs * 1_500
+    for tier in ("microcompact", "collapse"):
+        clearing = tiers.cheap_clearing(b.view, tier, SETTINGS.tiers, None)
+        assert clearing.cleared == (first.seq,)
+        assert tiers.most_freed(b.view, tier, SETTINGS.tiers) == whole >= clearing.freed
 
 
 def test_cheap_tiers_leave_small_recent_and_control_results():

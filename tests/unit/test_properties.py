@@ -15,6 +15,7 @@ from condensate import projector
 from condensate.events import (
     AskOpened,
     AssistantMessage,
+    CheapTier,
     Engine,
     Event,
     MessagePinned,
@@ -28,6 +29,7 @@ from condensate.planner import Ask, Cut, Decision, HoldBack, PlannerSettings, St
 from condensate.projector import Projection, pinnable
 from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
+from condensate.tiers import cheap_clearing, most_freed
 from tests.profiles import shaped
 from tests.unit.strategies import (
     DEPARTURES,
@@ -527,6 +529,29 @@ def test_a_window_under_the_line_frees_what_it_promised(scenario: Scenario) -> N
     """A cheap window taken before the line (it pays for itself) frees at least the share of
     the line it was taken for."""
     run(scenario, on_cut=check_target)
+
+
+def check_bound(rt: Runtime) -> None:
+    view = rt.b.view
+    settings = planner_of(rt.scenario).tiers
+    tiers: tuple[CheapTier, ...] = ("microcompact", "collapse")
+    bounds = [most_freed(view, tier, settings) for tier in tiers]
+    kept, view.tiers_memo = view.tiers_memo, None
+    assert bounds == [most_freed(view, tier, settings) for tier in tiers], "memo != a recount"
+    view.tiers_memo = kept
+    for tier, bound in zip(tiers, bounds, strict=True):
+        for protect in {None, view.protect_from}:
+            freed = cheap_clearing(view, tier, settings, protect).freed
+            assert freed <= bound, f"{tier} would free {freed}, over its bound of {bound}"
+
+
+@EXAMPLES
+@given(scenarios())
+def test_no_cheap_tier_frees_more_than_its_bound(scenario: Scenario) -> None:
+    """What the planner rules an early window out by, kept as the view grows and counted
+    again after a window, is what a count from scratch gives, and no cheap tier would free
+    more."""
+    run(scenario, on_step=check_bound)
 
 
 def check_spec_rules(rt: Runtime, taken: Taken) -> None:
