@@ -84,6 +84,8 @@ class _Clearable:
     key: tuple[int, int, int, int]
     count: int
     tokens: dict[Category, int]
+    unsuperseded: dict[str, int]
+    """Read key -> the tokens of its latest read, when only a later read would clear it."""
 
 
 def most_freed(view: Projection, tier: CheapTier, settings: TierSettings) -> int:
@@ -94,30 +96,36 @@ def most_freed(view: Projection, tier: CheapTier, settings: TierSettings) -> int
     key = (view.layout, view.baked_before, settings.small_result_tokens, settings.dedupe_min_tokens)
     memo = view.tiers_memo
     if not isinstance(memo, _Clearable) or memo.key != key:
-        memo = _Clearable(key, 0, {})
+        memo = _Clearable(key, 0, {}, {})
         view.tiers_memo = memo
     for entry in view.entries[memo.count :]:
-        category = _clearable_as(entry, view.baked_before, settings)
-        if category is not None:
-            memo.tokens[category] = memo.tokens.get(category, 0) + entry.tokens
+        _tally(memo, entry, view.baked_before, settings)
     memo.count = len(view.entries)
     return sum(memo.tokens.get(category, 0) for category in CLEARS[tier])
 
 
-def _clearable_as(entry: Entry, baked_before: int, settings: TierSettings) -> Category | None:
-    """The category in which a cheap tier might clear ``entry``, by what ``cheap_clearing``
-    asks of it short of its age, its batch and its tool; None when no tier ever would."""
+def _tally(memo: _Clearable, entry: Entry, baked_before: int, settings: TierSettings) -> None:
+    """Count ``entry`` in the category in which a cheap tier might clear it, by what
+    ``cheap_clearing`` asks of it short of its age, its batch and its tool."""
     if entry.role != "tool" or entry.receipt is not None or entry.seq <= baked_before:
-        return None
+        return
+    size = entry.full_tokens
+    category: Category | None = entry.category
     if entry.read_key is not None:
-        # Superseded by a later read of the same thing, a read is cleared from a smaller
-        # size than other results (``dedupe_min_tokens``).
-        smallest = min(settings.small_result_tokens, settings.dedupe_min_tokens)
-        return "reread" if entry.full_tokens >= smallest else None
-    failed = isinstance(entry.event, ToolResult) and entry.event.is_error
-    if failed or entry.full_tokens < settings.small_result_tokens:
-        return None
-    return entry.category
+        # A later read of the same thing supersedes the one before it, which is then
+        # cleared whatever its age, from a smaller size (``dedupe_min_tokens``).
+        category = "reread"
+        superseded = memo.unsuperseded.pop(entry.read_key, 0)
+        memo.tokens[category] = memo.tokens.get(category, 0) + superseded
+        if size < settings.small_result_tokens:
+            if size >= settings.dedupe_min_tokens:
+                memo.unsuperseded[entry.read_key] = entry.tokens
+            return
+    elif isinstance(entry.event, ToolResult) and entry.event.is_error:
+        return
+    if category is None or size < settings.small_result_tokens:
+        return
+    memo.tokens[category] = memo.tokens.get(category, 0) + entry.tokens
 
 
 def cheap_clearing(

@@ -220,10 +220,11 @@ def test_under_the_line_the_early_check_reads_only_what_was_appended(
         assert isinstance(decide_early(b), Proceed)
 
 
-def test_the_bound_holds_a_small_read_that_a_later_one_supersedes():
+def test_the_bound_holds_a_small_read_once_a_later_one_supersedes_it():
     """A read too small for a cheap tier is still cleared once a later read of the same
-    thing supersedes it: what the planner rules a tier out by counts it (and every result
-    a tier might clear once it is older), and no failure nor small result of another kind."""
+    thing supersedes it: what the planner rules a tier out by counts it then (and every
+    result a tier might clear once it is older), and no failure, small result of another
+    kind, or small read nothing supersedes yet."""
     b = ThreadBuilder()
     b.turn("brief", 100)
     small = SETTINGS.tiers.small_result_tokens - 1
@@ -231,9 +232,10 @@ def test_the_bound_holds_a_small_read_that_a_later_one_supersedes():
     _, first = b.call("read", "a.py", small)
     b.call("shell", "make check", 3_000, error=True)
     b.call("shell", "make check", small)
+    assert tiers.most_freed(b.view, "microcompact", SETTINGS.tiers) == 0
     b.call("read", "a.py", small)
     reads(b, SETTINGS.tiers.keep_pairs)
-    whole = 2 * small + SETTINGS.tiers.keep_pairs * 1_500
+    whole = small + SETTINGS.tiers.keep_pairs * 1_500
     for tier in ("microcompact", "collapse"):
         clearing = tiers.cheap_clearing(b.view, tier, SETTINGS.tiers, None)
         assert clearing.cleared == (first.seq,)
