@@ -16,7 +16,8 @@ HTTP, tiktoken counts, a simulated prompt cache):
 
 Billed input is weighted by Anthropic's price ratios: uncached 1.0, cache write 1.25, cache
 read 0.1. Goals: Condensate at most 0.5x the unmanaged baseline and 0.8x the single summary,
-with every retention check passing.
+with every retention check passing. The agent of a replay never needs what it saw, so it never
+pays for what a window cut: the cost figures Condensate claims are ``reactive_task.py``'s.
 
     python benchmarks/long_task.py               # a table
     python benchmarks/long_task.py --json        # one JSON object
@@ -59,9 +60,6 @@ FULL_WINDOW = 200_000
 SMALL_CALLS = 90
 SMALL_WINDOW = 60_000
 GOALS = {"condensate_vs_unmanaged": 0.5, "condensate_vs_single_summary": 0.8}
-FULL_GOALS = {"weighted_input_max": 1_550_000, "cache_read_share_min": 0.95}
-"""On the full task: 0.75x the cheapest peer measured (OpenHands' default condenser, 2.07M),
-with nearly every token read from the cache."""
 
 
 def machine() -> dict[str, Any]:
@@ -98,17 +96,20 @@ def task_summary(recording: Recording) -> dict[str, Any]:
 TIERS = TierSettings()
 VARIANTS: dict[str, TierSettings] = {
     "as configured": TIERS,
-    "no cheap window before the line": replace(TIERS, early_share=None),
+    "cheap windows before the line (early 0.1, target 0.3)": replace(
+        TIERS, early_share=0.1, target_share=0.3
+    ),
     "no superseded-read clearing": replace(TIERS, dedupe_min_tokens=10**9),
-    "keep_pairs 3 (the earlier default)": replace(TIERS, keep_pairs=3),
-    "target 0.6 of the line": replace(TIERS, target_share=0.6),
+    "keep_pairs 1": replace(TIERS, keep_pairs=1),
+    "target 0.3 of the line": replace(TIERS, target_share=0.3),
     "no clamps": replace(TIERS, clamp_tokens=None),
     "clamp at 2,000 tokens": replace(TIERS, clamp_tokens=2_000),
-    "none of them (the earlier planner)": replace(
-        TIERS, early_share=None, dedupe_min_tokens=10**9, keep_pairs=3, target_share=1.0
+    "the departures of issue 15 (early 0.1, target 0.3, keep_pairs 1)": replace(
+        TIERS, early_share=0.1, target_share=0.3, keep_pairs=1
     ),
 }
-"""Each tier setting's part: the condensate policy with one of them undone."""
+"""Each tier setting's part: the condensate policy with one of them changed (the defaults
+are the spec's; the rest are departures an operator may choose)."""
 
 
 def condensate_only(recording: Recording, window: int, tiers: TierSettings) -> dict[str, Any]:
@@ -152,13 +153,6 @@ def run(calls: int, window: int, seed: int) -> tuple[dict[str, Any], Report]:
     cost_met = all(
         ratios.get(key) is not None and ratios[key] <= limit for key, limit in GOALS.items()
     )
-    full = calls == FULL_CALLS and window == FULL_WINDOW
-    if full:
-        cost_met = (
-            cost_met
-            and ours["weighted_input"] <= FULL_GOALS["weighted_input_max"]
-            and ours["cache_read_share"] >= FULL_GOALS["cache_read_share_min"]
-        )
     result = {
         "benchmark": "long_task",
         "command": shlex.join(["python", *sys.argv]),
@@ -174,7 +168,6 @@ def run(calls: int, window: int, seed: int) -> tuple[dict[str, Any], Report]:
         "contributions": parts,
         "goals": {
             **{f"{k}_max": v for k, v in GOALS.items()},
-            **(FULL_GOALS if full else {}),
             "cost_met": cost_met,
             "retention_passed": ours["retention"]["passed"],
             "met": cost_met and ours["retention"]["passed"],
