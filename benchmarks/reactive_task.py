@@ -412,6 +412,7 @@ Arm = Literal[
     "openhands",
     "pydantic_ai_harness",
     "gwenflow",
+    "openhands_opus_5",
     "cli_alone",
     "condensate_default",
 ]
@@ -419,8 +420,15 @@ PEERS: dict[str, Peer] = {
     "openhands": openhands,
     "pydantic_ai_harness": pydantic_ai_harness,
     "gwenflow": gwenflow,
+    "openhands_opus_5": openhands,
 }
-"""Each peer's own loop and default context management (``benchmarks/peers``)."""
+"""Each peer's own loop and default context management (``benchmarks/peers``), on the model
+its module names (``PEER_MODELS`` for another)."""
+PEER_MODELS = {"openhands_opus_5": "claude-opus-5"}
+"""OpenHands' default condenser rewrites the history before signed thinking, which the Claude
+models that check the prefix refuse (on claude-opus-5-5 the run ends at its first
+condensation); on claude-opus-5, which runs no such check, it runs to the end (in Opus 5's
+units: its list input price)."""
 NATIVE_ARMS: tuple[Arm, ...] = ("native_default", "native_best", *PEERS)  # type: ignore[arg-type]
 CLI_ARMS: tuple[Arm, ...] = ("cli_alone", "condensate_default")
 PEER_TIMEOUT = 3_600.0
@@ -495,7 +503,8 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
     model = NATIVE_MODEL if engine is None else cli.MODELS[engine]
     window = NATIVE_WINDOW if engine is None else cli.WINDOWS[engine]
     if peer is not None:
-        model, window = peer.MODEL, REAL_WINDOWS[peer.MODEL]
+        model = PEER_MODELS.get(name, peer.MODEL)
+        window = REAL_WINDOWS[model]
     main_model = bare_model(model)
     windows = {main_model: window, bare_model(cli.CURATOR_MODEL): cli.CURATOR_WINDOW}
     fake = cli.FakeProcess(windows, state / "fake.log")
