@@ -108,6 +108,7 @@ SWEEP: dict[str, dict[str, str]] = {
     "defaults": {},
     "keep 1": {KEEP: "1"},
     "keep 6": {KEEP: "6"},
+    "keep 8": {KEEP: "8"},
     "keep 12": {KEEP: "12"},
     "target 0.6": {TARGET: "0.6"},
     "target 0.3": {TARGET: "0.3"},

@@ -5,11 +5,10 @@ setting that prices it, never "price unknown"."""
 from __future__ import annotations
 
 from condensate.cli.output import compaction_lines, cost_text
-from condensate.planner import PlannerSettings
 from condensate.preview import Pricing, preview
 from condensate.prices import price_of
 from tests.unit.test_planner import usage
-from tests.unit.test_preview import thread, working
+from tests.unit.test_preview import ONE_KEPT, thread, working
 
 NO_PRICE = "no price for claude-foo-9 (set CONDENSATE_PRICES)"
 
@@ -29,7 +28,7 @@ def test_a_thread_on_an_unpriced_model_shows_the_no_price_line():
 def shown(pricing: Pricing) -> list[str]:
     """``condensate compact``'s lines for a thread, as the API answers them."""
     b = thread()
-    answer = preview(b.view, usage(b), PlannerSettings(), pricing, now=b.clock).as_answer().dump()
+    answer = preview(b.view, usage(b), ONE_KEPT, pricing, now=b.clock).as_answer().dump()
     return compaction_lines(
         {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer}
     )
@@ -40,7 +39,7 @@ def test_a_preview_on_an_unpriced_model_names_it_where_each_cost_would_be():
     the model as unpriced."""
     b = thread()
     unpriced = Pricing("claude-foo-9", None, "claude-foo-9", None, 4_000)
-    answer = preview(b.view, usage(b), PlannerSettings(), unpriced, now=b.clock).as_answer().dump()
+    answer = preview(b.view, usage(b), ONE_KEPT, unpriced, now=b.clock).as_answer().dump()
     assert answer["unpriced"] == ["claude-foo-9"]
     lines = shown(unpriced)
     tiers = [line for line in lines if "would" in line]
@@ -79,7 +78,7 @@ def test_each_tier_says_where_the_cache_is_read_its_thinking_and_what_to_fetch_a
     b = working()
     read, edit = b.view.entries[2].seq, b.view.entries[5].seq
     pricing = Pricing("claude-opus-5-5", price_of("claude-opus-5-5"), "claude-foo-9", None, 4_000)
-    answer = preview(b.view, usage(b), PlannerSettings(), pricing, now=b.clock).as_answer()
+    answer = preview(b.view, usage(b), ONE_KEPT, pricing, now=b.clock).as_answer()
     lines = compaction_lines(
         {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer.dump()}
     )

@@ -165,9 +165,11 @@ def test_a_summary_resets_the_ladder():
     assert d.kind == "microcompact"
 
 
-EARLY = replace(SETTINGS, tiers=replace(SETTINGS.tiers, early_share=0.10, target_share=0.3))
-"""The departure of early windows: a cheap window under the line, above 0.3 of it, once it
-frees a tenth of it."""
+EARLY = replace(
+    SETTINGS, tiers=replace(SETTINGS.tiers, early_share=0.10, target_share=0.3, keep_pairs=1)
+)
+"""The departures of issue 15: a cheap window under the line, above 0.3 of it, once it frees
+a tenth of it, one recent result kept."""
 
 
 def decide_early(b: ThreadBuilder):
@@ -709,7 +711,7 @@ def test_requested_microcompact_is_taken_at_the_next_boundary():
     """A queued microcompact is carried out before the next call, whatever the line."""
     b = ThreadBuilder()
     b.turn("brief", 100)
-    reads(b, 10)
+    reads(b, SETTINGS.tiers.keep_pairs + 10)
     b.request("microcompact", by="operator")
     d = decide(b)
     assert isinstance(d, Cut)

@@ -233,7 +233,7 @@ def test_an_openai_model_without_a_write_price_rewrites_at_its_input_price():
     ordinary input (gpt-5.5: $5 a million), not "no price"."""
     b = thread()
     gpt = Pricing("openai:gpt-5.5", price_of("gpt-5.5"), "openai:gpt-5.5", None, 4_000)
-    cost = preview(b.view, usage(b), PlannerSettings(), gpt, now=b.clock).microcompact
+    cost = preview(b.view, usage(b), ONE_KEPT, gpt, now=b.clock).microcompact
     assert cost.rewrite_usd == round(cost.rewritten * 5 / 1_000_000, 6)
 
 
@@ -250,7 +250,7 @@ def test_a_cut_below_a_long_context_tier_prices_the_rewrite_at_the_short_rates()
         long_context=LongContext(above=now - 1, input=2, output=1),
     )
     pricing = Pricing("m", tiered, "m", tiered, 4_000)
-    cost = preview(b.view, usage(b), PlannerSettings(), pricing, now=b.clock).microcompact
+    cost = preview(b.view, usage(b), ONE_KEPT, pricing, now=b.clock).microcompact
     assert cost.rewrite_usd == round(cost.rewritten * 1.25 / 1_000_000, 6)
     assert cost.saved_per_call_usd == round(cost.freed * 0.2 / 1_000_000, 6)
 
@@ -260,7 +260,7 @@ def test_a_thread_that_writes_for_an_hour_rewrites_at_the_one_hour_price():
     pays Sonnet 4.5's $6, not $3.75, to write the prefix again."""
     b = thread()
     hourly = replace(PRICING, one_hour_writes=True)
-    cost = preview(b.view, usage(b), PlannerSettings(), hourly, now=b.clock).microcompact
+    cost = preview(b.view, usage(b), ONE_KEPT, hourly, now=b.clock).microcompact
     assert cost.rewrite_usd == round(cost.rewritten * 6.0 / 1_000_000, 6)
 
 

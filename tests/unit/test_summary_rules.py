@@ -479,7 +479,7 @@ def test_cheap_tiers_leave_what_a_cli_session_started_with_alone():
     b.turn("brief", 100)
     before = [b.call("read", f"old{i}.py", 3_000)[1] for i in range(4)]
     b.add(EngineNotice(at=b.tick(), engine="claude", notice="session-fresh", detail="pid=1"), 0)
-    after = [b.call("read", f"new{i}.py", 3_000)[1] for i in range(5)]
+    after = [b.call("read", f"new{i}.py", 3_000)[1] for i in range(TierSettings().keep_pairs + 5)]
     cleared = cheap_clearing(b.view, "microcompact", TierSettings(), None).cleared
     assert cleared
     assert not set(cleared) & {s.seq for s in before}
