@@ -25,12 +25,13 @@ if TYPE_CHECKING:
 class TierSettings:
     small_result_tokens: int = 200
     """Cheap tiers leave results below this size alone (ours)."""
-    keep_pairs: int = 12
+    keep_pairs: int = 3
     """... and the most recent tool pairs, beside the latest batch's results, which are never
     cleared (``CONDENSATE_WINDOW_KEEP_PAIRS``; the spec: cheap tiers never clear the most
-    recent results). 12, chosen on ``benchmarks/reactive_task.py --sweep``: the smallest count
-    at which its agent had nothing to fetch again on the native loop, Claude Code and Codex
-    (3 costs 10 % less on the native loop and has it fetch once)."""
+    recent results). 3, chosen on ``benchmarks/reactive_task.py --sweep``: the cheapest count
+    at which its agent fetches again no more than its baselines (the CLI alone, the cheapest
+    peer) on the native loop, Claude Code and Codex; 12 has it fetch nothing, at 11 % more on
+    the native loop (README, "An agent that needs what it saw")."""
     exclude_tools: frozenset[str] = frozenset()
     """Tools whose results cheap tiers never clear, by bare lower-case name
     (``CONDENSATE_WINDOW_EXCLUDE_TOOLS``)."""
