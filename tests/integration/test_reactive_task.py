@@ -51,7 +51,8 @@ def check_arm(arm: dict[str, Any], scripted: int) -> None:
     own = arm["calls_by_kind"]["main"]
     assert own == scripted + arm["extra_calls"] + arm["overrun"]
     assert arm["extra_calls"] == arm["recalls"] + arm["refetches"]
-    assert arm["calls"] >= own
+    assert arm["agent_calls"] == own
+    assert arm["calls"] == sum(arm["calls_by_kind"].values())
     assert arm["weighted_input"] > 0
     assert 0 < arm["peak_prompt"] <= arm["window"]
     assert len(arm["failures"]) >= arm["failed_steps"]

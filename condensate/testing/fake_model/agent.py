@@ -231,7 +231,7 @@ class ReactiveAgent:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "calls": self.calls,
+            "agent_calls": self.calls,
             "extra_calls": self.extra_calls,
             "recalls": self.recalls,
             "refetches": self.refetches,
