@@ -748,10 +748,6 @@ def run(
     }
 
 
-def _k(tokens: float | None) -> str:
-    return "-" if tokens is None else f"{tokens / 1000:,.1f}k"
-
-
 def table(report: Mapping[str, Any]) -> str:
     task = report["task"]
     lines = [
@@ -765,9 +761,9 @@ def table(report: Mapping[str, Any]) -> str:
     for arm in report["arms"]:
         share = arm["cache_read_share"]
         lines.append(
-            f"{arm['arm']:<52}{_k(arm['weighted_input']):>12}{_k(arm['weighted_output']):>9}"
+            f"{arm['arm']:<52}{cli._k(arm['weighted_input']):>12}{cli._k(arm['weighted_output']):>9}"
             f"{arm['usd']:>8.2f}{arm['calls']:>7}{arm['extra_calls']:>7}"
-            f"{arm['failed_steps']:>8}{arm['refused']:>9}{_k(arm['peak_prompt']):>9}"
+            f"{arm['failed_steps']:>8}{arm['refused']:>9}{cli._k(arm['peak_prompt']):>9}"
             f"{'-' if share is None else f'{share:.1%}':>8}{arm['wall_s']:>8}"
         )
         versus = f", {arm['vs_first']}x the first arm" if arm.get("vs_first") else ""
