@@ -162,7 +162,7 @@ async def test_a_restart_in_the_middle_keeps_every_request_valid(
     knows which thinking it saw produced, so it keeps only what comes before its first change
     of each request; the next turn's requests are all valid and the turn completes."""
     engine = "claude"
-    fake.queue(*[step(engine, f"seq {i} {i + 700}") for i in range(10)], Text("counted"))
+    fake.queue(*[step(engine, f"seq {i} {i + 700}") for i in range(14)], Text("counted"))
     daemon = start_daemon(tmp_path, fake)
     try:
         async with aiohttp.ClientSession() as session:
@@ -211,7 +211,7 @@ async def test_a_subagents_requests_stay_valid_beside_the_sessions(
     and the session's thinking after the last change still reaches the model."""
     engine = "claude"
     fake.queue(
-        *[step(engine, f"seq {i} {i + 700}") for i in range(10)],
+        *[step(engine, f"seq {i} {i + 700}") for i in range(14)],
         subagent_call(),
         *[Text("The subagent is counting; done.") for _ in range(4)],
         model=MODELS[engine],
