@@ -11,8 +11,8 @@ import os
 import signal
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import asdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,29 @@ def child_environment(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     state and caches there), and no model keys, proxies or settings of the caller's."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
     return {**env, "HOME": str(home), "PYTHONUNBUFFERED": "1", **extra}
+
+
+@dataclass(frozen=True)
+class ChildDriver:
+    """A peer's ``run`` (a ``Driver``): the human turns through its child, ``python -m
+    module`` on the peer's interpreter, with ``env`` added to the child's environment."""
+
+    peer: str
+    module: str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    async def __call__(
+        self,
+        base_url: str,
+        model: str,
+        workdir: Path,
+        human_turns: Sequence[str],
+        timeout: float,
+        *,
+        condenser_args: Mapping[str, Any] | None = None,
+    ) -> PeerRun:
+        job = Job(base_url, model, str(workdir), tuple(human_turns), dict(condenser_args or {}))
+        return await run_child(self.peer, self.module, job, timeout, self.env)
 
 
 async def run_child(

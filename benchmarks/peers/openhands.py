@@ -12,12 +12,11 @@ where the SDK marks cache breakpoints itself (prompt caching is on for these mod
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peers import Job, PeerRun
-from benchmarks.peers._driver import run_child
+from benchmarks.peers._driver import ChildDriver
 from benchmarks.peers._runner import (
     READ_DESCRIPTION,
     SHELL_DESCRIPTION,
@@ -40,19 +39,9 @@ ENV = {
 }
 
 
-async def run(
-    base_url: str,
-    model: str,
-    workdir: Path,
-    human_turns: Sequence[str],
-    timeout: float,
-    *,
-    condenser_args: Mapping[str, Any] | None = None,
-) -> PeerRun:
-    """The human turns through OpenHands' own loop; ``condenser_args`` replace
-    ``LLMSummarizingCondenser`` settings of ``default_condenser`` (e.g. ``max_size``)."""
-    job = Job(base_url, model, str(workdir), tuple(human_turns), dict(condenser_args or {}))
-    return await run_child(PEER, MODULE, job, timeout, ENV)
+run = ChildDriver(PEER, MODULE, ENV)
+"""The human turns through OpenHands' own loop; ``condenser_args`` replace
+``LLMSummarizingCondenser`` settings of ``default_condenser`` (e.g. ``max_size``)."""
 
 
 def litellm_model(model: str, base_url: str) -> tuple[str, str]:

@@ -20,12 +20,11 @@ cache breakpoints from the ``cache`` setting), others to Chat Completions at ``B
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peers import Job, PeerRun
-from benchmarks.peers._driver import run_child
+from benchmarks.peers import Job
+from benchmarks.peers._driver import ChildDriver
 from benchmarks.peers._runner import (
     READ_DESCRIPTION,
     SHELL_DESCRIPTION,
@@ -47,19 +46,9 @@ MAX_OUTPUT_CHARS = 64_000
 MAX_REQUESTS_PER_TURN = 500
 
 
-async def run(
-    base_url: str,
-    model: str,
-    workdir: Path,
-    human_turns: Sequence[str],
-    timeout: float,
-    *,
-    condenser_args: Mapping[str, Any] | None = None,
-) -> PeerRun:
-    """The human turns through Pydantic AI's own loop; ``condenser_args`` replace
-    ``ClearToolResults`` settings (e.g. ``{"max_tokens": 2000}`` for ``max_fraction``)."""
-    job = Job(base_url, model, str(workdir), tuple(human_turns), dict(condenser_args or {}))
-    return await run_child(PEER, MODULE, job, timeout)
+run = ChildDriver(PEER, MODULE)
+"""The human turns through Pydantic AI's own loop; ``condenser_args`` replace
+``ClearToolResults`` settings (e.g. ``{"max_tokens": 2000}`` for ``max_fraction``)."""
 
 
 def main() -> None:
