@@ -16,6 +16,9 @@ The arms (each in a fresh working directory, the same task and seed):
   (window 1,000,000; ceiling 40 % capped at 120,000) at Condensate's defaults;
 - ``native_best``: the same with ``BEST`` (the settings the sweep found cheapest at equal
   outcome);
+- the peers' own loops at their own defaults (``benchmarks/peers``): ``openhands`` (OpenHands
+  SDK's ``default_condenser()``, on claude-opus-5-5 and, as ``openhands_opus_5``, on
+  claude-opus-5), ``pydantic_ai_harness`` and ``gwenflow``;
 - ``--engine claude|codex``: ``cli_alone``, the pinned CLI on its default model and window
   with its own compaction (as ``cli_long_task.py`` starts it), and ``condensate_default``,
   the CLI as a thread of a real daemon at Condensate's defaults.
