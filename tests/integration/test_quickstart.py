@@ -153,7 +153,17 @@ def test_the_no_api_path_runs_a_thread_that_uses_a_tool(shell: Shell):
     assert done.returncode == 0, done.stderr
     assert "> List the files here." in done.stdout
     assert '⚙ shell {"command": "ls"}' in done.stdout
-    assert re.search(r"✓ shell\(ls\): LICENSE \(\+\d+ lines\)", done.stdout), done.stdout
+    # The result line shows the first line of `ls` in the repository: its first file.
+    first = subprocess.run(
+        ["ls"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "LC_ALL": "C"},
+    )
+    name = re.escape(first.stdout.splitlines()[0])
+    assert re.search(rf"✓ shell\(ls\): {name} \(\+\d+ lines\)", done.stdout), done.stdout
     assert "Those are the files here." in done.stdout
     assert "── turn completed" in done.stdout
 
