@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from condensate import reset
-from condensate.context_tools import CONDENSE
+from condensate.core import reset
+from condensate.core.context_tools import CONDENSE
+from condensate.core.projector import Projection
+from condensate.core.receipts import bare_tool
 from condensate.engine import ThreadSpec
 from condensate.events import AssistantMessage, Event, ToolCall, ToolResult
-from condensate.projector import Projection
-from condensate.receipts import bare_tool
 
 
 def settled(

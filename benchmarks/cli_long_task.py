@@ -85,11 +85,12 @@ from adapters.codex import _cli as codex_cli
 from adapters.codex._rpc import AppServer
 from benchmarks.planner_scale import code_file, ident, prose, sentence
 from benchmarks.tasks import BRIEF, MODULES, STEERS, failing_run, passing_run
-from condensate import prices
-from condensate.ceilings import CeilingSettings, working_ceiling
+from condensate.core import prices
+from condensate.core.ceilings import CeilingSettings, working_ceiling
+from condensate.core.planner import PlannerSettings
+from condensate.core.tokens import bare_model
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec
 from condensate.engines import installed, profile
-from condensate.planner import PlannerSettings
 from condensate.replay import WEIGHTS
 from condensate.testing.fake_model import Call, Reply, Text, ToolCalls, reply_to_json
 from condensate.testing.fake_model._accounting import (
@@ -98,7 +99,6 @@ from condensate.testing.fake_model._accounting import (
     responses_blocks,
 )
 from condensate.testing.fake_model._parts import anthropic_parts, total_tokens
-from condensate.tokens import bare_model
 from tests.integration.daemon import REPO, DaemonProcess, call
 
 Engine = Literal["claude", "codex"]

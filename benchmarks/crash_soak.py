@@ -46,7 +46,7 @@ if __package__ in (None, ""):
 
 from benchmarks import soak_checks as checks
 from benchmarks.soak_driver import MODELS, Ack, Driver
-from condensate.ceilings import CeilingSettings
+from condensate.core.ceilings import CeilingSettings
 from condensate.engines import installed, profile
 from condensate.settings import Settings
 

@@ -40,12 +40,12 @@ import anyio
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from condensate.core.tokens import count_event, counter_for
 from condensate.eventlog import EventStore
 from condensate.events import Event, ToolResult, now_utc
 from condensate.pg_store import PostgresStore
 from condensate.rebuild import rebuilt
 from condensate.sqlite_store import SqliteStore
-from condensate.tokens import count_event, counter_for
 from tests.integration import postgres
 
 REPEATS = 3

@@ -43,8 +43,8 @@ if __package__ in (None, ""):
 from benchmarks.long_task import FULL_WINDOW, SMALL_CALLS, machine
 from benchmarks.tasks import FULL_CALLS, SEED, long_task
 from condensate.archive import archive_thread, export_lines
+from condensate.core.projector import Projection
 from condensate.events import AssistantMessage, Stored
-from condensate.projector import Projection
 from condensate.replay import ReplayConfig, run_policy
 from condensate.runtime import SNAPSHOT_EVERY
 from condensate.sqlite_store import SqliteStore

@@ -44,7 +44,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.tasks import FULL_CALLS, SEED, long_task
-from condensate.planner import PlannerSettings
+from condensate.core.planner import PlannerSettings
+from condensate.core.tiers import TierSettings
+from condensate.core.tokens import count_event, counter_for
 from condensate.replay import (
     WEIGHTS,
     Recording,
@@ -53,8 +55,6 @@ from condensate.replay import (
     replay,
     text_report,
 )
-from condensate.tiers import TierSettings
-from condensate.tokens import count_event, counter_for
 
 FULL_WINDOW = 200_000
 SMALL_CALLS = 90

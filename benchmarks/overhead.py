@@ -49,22 +49,22 @@ if __package__ in (None, ""):
 
 import adapters.native.engine
 from benchmarks.planner_scale import search_output
+from condensate.core.messages import Completion, Request
+from condensate.core.meter import ModelWindow
+from condensate.core.projector import Projection
+from condensate.core.prompt import to_messages
+from condensate.core.tokens import Counter, TiktokenCounter, count_event, counter_for
 from condensate.curator import Curator
 from condensate.engine import ThreadSpec
 from condensate.engines import installed
 from condensate.events import Event, ToolResult, now_utc
-from condensate.meter import ModelWindow
-from condensate.projector import Projection
-from condensate.prompt import to_messages
 from condensate.providers import ModelClient, make_client
 from condensate.providers.anthropic import AnthropicClient
-from condensate.providers.types import Completion, Request
 from condensate.runtime import Runtime
 from condensate.settings import Settings
 from condensate.sqlite_store import SqliteStore
 from condensate.store import EventLog
 from condensate.testing.fake_model import Call, Text, ToolCalls, reply_to_json
-from condensate.tokens import Counter, TiktokenCounter, count_event, counter_for
 from tests.integration.daemon import fake_process
 
 MODEL = "anthropic:claude-opus-5-5"

@@ -12,7 +12,7 @@ summary) and then times ONE planning step after each appended tool result::
 
 against rendering the current view (``render_window``) and counting it with tiktoken from
 scratch: the encoding's own ``encode_ordinary`` on the whole text, without the chunk memo of
-``condensate.tokens`` (what that memo makes of the same count is reported beside it).
+``condensate.core.tokens`` (what that memo makes of the same count is reported beside it).
 
 The thread runs as the daemon would run it on the defaults: the native loop's profile
 (``engines.profile``: its ceiling share and cap, no operator setting) and the model's window
@@ -24,7 +24,7 @@ from ``providers.windows`` (claude-opus-5-5: 1,000,000 tokens, so a 120,000-toke
     python benchmarks/planner_scale.py --early 0.1 --target 0.3 --keep-pairs 1   # departures
 
 Every thread is deterministic (``random.Random(seed)``). Token counts are real (the model's
-tiktoken encoding through ``condensate.tokens.count_event``); a memo of counted texts stands in
+tiktoken encoding through ``condensate.core.tokens.count_event``); a memo of counted texts stands in
 for ``ThreadBuilder(count=True)`` so that the 100k thread builds in seconds, with the same
 numbers. The garbage collector is held off during each timed step only, as ``timeit`` does.
 """
@@ -51,8 +51,21 @@ import structlog
 import tiktoken
 
 from adapters.native import ENGINE as NATIVE
-from condensate import meter
-from condensate.ceilings import CeilingSettings
+from condensate.core import meter
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.meter import ContextUsage, ModelWindow
+from condensate.core.planner import (
+    Ask,
+    Cut,
+    Decision,
+    HoldBack,
+    PlannerSettings,
+    Proceed,
+    Stop,
+    plan,
+)
+from condensate.core.render import render_window
+from condensate.core.tokens import Counter, count_event, counter_for
 from condensate.engines import profile
 from condensate.events import (
     AssistantMessage,
@@ -70,13 +83,9 @@ from condensate.events import (
     TurnStarted,
     UserMessage,
 )
-from condensate.meter import ContextUsage, ModelWindow
-from condensate.planner import Ask, Cut, Decision, HoldBack, PlannerSettings, Proceed, Stop, plan
 from condensate.providers import parse_model
 from condensate.providers.windows import resolve
-from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
-from condensate.tokens import Counter, count_event, counter_for
 
 MODEL = "anthropic:claude-opus-5-5"
 WINDOW: ModelWindow = resolve(parse_model(MODEL), {})
@@ -796,7 +805,7 @@ def run(
         "step": "view.apply(tool result) + meter.measure + planner.plan",
         "count": "render_window(view) + tiktoken encode_ordinary (no memo), median of "
         f"{COUNT_REPETITIONS}; ratio = count_ms / median_ms; memo_ms: the same text through "
-        "condensate.tokens' chunk memo, warm (not in the ratio)",
+        "condensate.core.tokens' chunk memo, warm (not in the ratio)",
         "gc": "disabled during each timed step only",
         "text_pools_s": round(texts_s, 3),
         "targets": {

@@ -72,7 +72,8 @@ from benchmarks import cli_long_task as cli
 from benchmarks.peers import Driver, gwenflow, openhands, peer_python, pydantic_ai_harness
 from benchmarks.planner_scale import code_file, prose, sentence
 from benchmarks.tasks import BRIEF, MODULES, STEERS, failing_run, passing_run
-from condensate import prices
+from condensate.core import prices
+from condensate.core.tokens import bare_model
 from condensate.testing.fake_model import REAL_WINDOWS, Reply, Text
 from condensate.testing.fake_model.agent import (
     Action,
@@ -83,7 +84,6 @@ from condensate.testing.fake_model.agent import (
     Turn,
     prompt_text,
 )
-from condensate.tokens import bare_model
 
 SEED = 20_261_205
 TURNS = 12

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from condensate.ceilings import CeilingSettings
-from condensate.meter import ModelWindow, measure
-from condensate.projector import project
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.meter import ModelWindow, measure
+from condensate.core.projector import project
 from condensate.rebuild import rebuild
 from condensate.store import EventLog
 

@@ -21,14 +21,14 @@ from dataclasses import dataclass, replace
 import anyio
 import structlog
 
-from condensate import near_limits, reset, window_step
-from condensate.clamps import digest
-from condensate.context_tools import CONDENSE
+from condensate.core import near_limits, reset, window_step
+from condensate.core.clamps import digest
+from condensate.core.context_tools import CONDENSE
+from condensate.core.meter import ContextUsage
+from condensate.core.receipts import bare_tool
+from condensate.core.staged_warnings import due_warning
 from condensate.events import AssistantMessage, ResetCommitted, SystemLine, ToolResult, UserMessage
 from condensate.gateway.wire import Clamps, NewestResult, Notice, Notices, ResetCut
-from condensate.meter import ContextUsage
-from condensate.receipts import bare_tool
-from condensate.staged_warnings import due_warning
 from condensate.thread import Services, Thread
 
 log = structlog.get_logger()

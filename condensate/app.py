@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 
 from condensate import edge, statedir
 from condensate.config import read_settings
+from condensate.core.meter import ModelWindow
 from condensate.curator import Curator
 from condensate.engine import Engines, EngineSettings
 from condensate.engines import installed, setting_warnings
@@ -34,7 +35,6 @@ from condensate.errors import ConfigError, TemporaryFailure
 from condensate.eventlog import EventStore
 from condensate.fleet import Fleet, daemon_id
 from condensate.gateway import Gateway, Upstream
-from condensate.meter import ModelWindow
 from condensate.metrics import Metrics
 from condensate.pg_store import Owner, PostgresStore, where
 from condensate.providers import ModelClient, ProviderSettings, make_client, parse_model

@@ -29,11 +29,11 @@ import anyio
 import structlog
 
 from condensate import api, store_schema
+from condensate.core.projector import Projection
+from condensate.core.queries import untaken_input
 from condensate.errors import EventLogError, Refused
 from condensate.eventlog import ArchiveRecord, EventStore, ThreadRows, decode_row, digest
 from condensate.events import now_utc
-from condensate.projector import Projection
-from condensate.queries import untaken_input
 from condensate.rebuild import rebuilt
 from condensate.settings import Settings
 from condensate.sqlite_store import SqliteStore

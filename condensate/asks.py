@@ -10,13 +10,13 @@ from typing import Literal
 import anyio
 
 from condensate import api
+from condensate.core.planner import Ask
+from condensate.core.preview import Preview, Pricing, preview
+from condensate.core.prices import price_of
+from condensate.core.tokens import bare_model
 from condensate.errors import Refused
 from condensate.events import AskAnswered, AskMode, AskOpened, CompactionRequested, Stored
-from condensate.planner import Ask
-from condensate.preview import Preview, Pricing, preview
-from condensate.prices import price_of
 from condensate.thread import Services, Thread
-from condensate.tokens import bare_model
 
 
 async def open_ask(runtime: Services, thread: Thread, ask: Ask) -> None:
@@ -65,7 +65,7 @@ def compaction(runtime: Services, thread: Thread) -> api.Compaction:
             keep_from=requested.keep_from,
             summary=requested.summary,
         ),
-        preview=shown.as_answer(),
+        preview=api.preview_answer(shown),
         usage=api.CompactionUsage(used=usage.used, line=usage.line, ceiling=usage.ceiling),
     )
 

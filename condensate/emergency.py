@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from condensate import reset
+from condensate.core import reset
+from condensate.core.messages import Message, Request, Text, Usage
+from condensate.core.projector import Entry, Projection
+from condensate.core.render import entry_text
 from condensate.engine import TurnContext
 from condensate.errors import ProviderError
 from condensate.events import EmergencyReset, ResetPolicy, SystemLine
-from condensate.projector import Entry, Projection
 from condensate.providers import ModelClient, parse_model
-from condensate.providers.types import Message, Request, Text, Usage
-from condensate.render import entry_text
 
 PREVIEW_CHARS = 4_000
 """An event's preview in the first try (then ``scaling`` times shorter each try)."""

@@ -21,9 +21,9 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from condensate.config import read_settings
+from condensate.core.meter import ContextUsage
+from condensate.core.projector import Projection
 from condensate.events import Engine, Event, ResetPolicy, Stored, TurnOutcomeKind, Window
-from condensate.meter import ContextUsage
-from condensate.projector import Projection
 from condensate.providers import ModelClient
 
 

@@ -19,11 +19,11 @@ from importlib.metadata import entry_points
 
 from pydantic_settings import BaseSettings
 
-from condensate.ceilings import CeilingSettings
 from condensate.config import PREFIX, config_path, env_names, read_file, read_settings, unknown
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.planner import PlannerSettings
 from condensate.engine import EngineInfo, Engines, EngineSettings
 from condensate.errors import ConfigError
-from condensate.planner import PlannerSettings
 from condensate.settings import Settings
 
 GROUP = "condensate.engines"

@@ -220,7 +220,7 @@ class WindowTrigger(BaseModel):
 
 class ProbeReport(BaseModel):
     """What the probes found in a curator summary before its window was committed
-    (``condensate.probes``): each kind's count, what the first answer missed, what a retry
+    (``condensate.core.probes``): each kind's count, what the first answer missed, what a retry
     still missed, what the repair appended, and anything still failing after it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

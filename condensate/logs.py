@@ -29,3 +29,20 @@ def configure_logging(fmt: Literal["json", "console", "auto"] = "auto") -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+    # The pure core logs through the standard library (it loads no logging library of its
+    # own): its records reach stderr in the same shape.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processor=renderer,
+            foreign_pre_chain=[
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.ExtraAdder(),
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+            ],
+        )
+    )
+    core = logging.getLogger("condensate")
+    core.handlers = [handler]
+    core.setLevel(logging.INFO)
+    core.propagate = False

@@ -31,7 +31,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from condensate.context_tools import (
+from condensate.core.context_tools import (
     COMPACT_CONTEXT,
     COMPACTION_TOOLS,
     CONDENSE,

@@ -31,6 +31,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
+from condensate.core.tokens import bare_model
 from condensate.errors import ProviderError
 from condensate.events import (
     AskAnswered,
@@ -41,7 +42,6 @@ from condensate.events import (
     TurnEnded,
     Window,
 )
-from condensate.tokens import bare_model
 
 # No ``_created`` series beside each counter and histogram: the text format shows each as a
 # gauge of its own, doubling the page for a time Prometheus does not read from it.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from condensate.core.projector import Projection
 from condensate.eventlog import EventStore, Snapshot
 from condensate.events import Stored
-from condensate.projector import Projection
 from condensate.store import EventLog
 
 

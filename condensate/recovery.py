@@ -10,14 +10,42 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from condensate import approvals
+from condensate.core.projector import Projection
+from condensate.core.queries import open_calls, untaken_input
+from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError
-from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded
-from condensate.queries import open_calls, spec_of, untaken_input
+from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded, UserMessage
 from condensate.rebuild import rebuilt
 from condensate.runtime import STOPPED_BY_DAEMON, Runtime
 from condensate.thread import Thread
 
 log = structlog.get_logger()
+
+
+def spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
+    """A thread's spec as its log records it, for rebuilding it after a restart."""
+    brief = next(
+        (
+            e.event.text
+            for e in view.entries
+            if e.seq == view.brief_seq and isinstance(e.event, UserMessage)
+        ),
+        "",
+    )
+    return ThreadSpec(
+        engine=created.engine,
+        model=created.model,
+        cwd=created.cwd,
+        brief=brief,
+        persona=created.persona,
+        tools=created.tools,
+        permissions=created.permissions,
+        head=created.head,
+        parent=created.parent,
+        reset=created.reset,
+        output_cap=created.output_cap,
+        near_limit_warnings=created.near_limit_warnings,
+    )
 
 
 async def recover(

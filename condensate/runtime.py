@@ -21,9 +21,16 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from condensate import admission, approvals, asks, engines, prices, window_step
+from condensate import admission, approvals, asks, engines
 from condensate.admission import Admission
-from condensate.curator import Curator, Miss, Summary, carry_out
+from condensate.core import prices, window_step
+from condensate.core.meter import ContextUsage, ModelWindow, measure
+from condensate.core.planner import Ask, Cut
+from condensate.core.projector import Projection
+from condensate.core.queries import last_text, open_calls, unanswered_input
+from condensate.core.summary import Miss, Summary, carry_out
+from condensate.core.tokens import bare_model, count_event, counter_for, small_batch
+from condensate.curator import Curator
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
@@ -56,15 +63,10 @@ from condensate.events import (
 )
 from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
 from condensate.live import Hub
-from condensate.meter import ContextUsage, ModelWindow, measure
 from condensate.metrics import Metrics
-from condensate.planner import Ask, Cut
-from condensate.projector import Projection
 from condensate.providers import ModelClient
-from condensate.queries import last_text, open_calls, unanswered_input
 from condensate.settings import Settings
 from condensate.thread import Thread
-from condensate.tokens import bare_model, count_event, counter_for, small_batch
 from condensate.turn_context import RuntimeTurn
 
 log = structlog.get_logger()

@@ -24,17 +24,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from condensate import (
-    __version__,
-    api,
-    approvals,
-    archive,
-    asks,
-    ceilings,
-    live_routes,
-    tool_answers,
-    ui,
-)
+from condensate import __version__, api, approvals, archive, asks, live_routes, tool_answers, ui
 from condensate.api import (
     INT64_MAX,
     ApprovalAnswer,
@@ -45,8 +35,11 @@ from condensate.api import (
     SendMessage,
     openapi_document,
 )
-from condensate.ceilings import CeilingSettings
-from condensate.context_tools import ANSWERED_TOOLS, CONDENSE, CONTEXT_USAGE, PIN
+from condensate.core import ceilings
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.context_tools import ANSWERED_TOOLS, CONDENSE, CONTEXT_USAGE, PIN
+from condensate.core.projector import Bill, Projection
+from condensate.core.tokens import counter_for
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
@@ -55,11 +48,9 @@ from condensate.events import ResetPolicy, now_utc
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
 from condensate.metrics import TEXT_FORMAT
-from condensate.projector import Bill, Projection
 from condensate.providers import parse_model
 from condensate.runtime import Runtime
 from condensate.thread import Thread
-from condensate.tokens import counter_for
 from condensate.turn_context import RuntimeTurn
 
 log = structlog.get_logger()

@@ -13,15 +13,15 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from condensate.ceilings import CeilingSettings
 from condensate.config import read_settings
-from condensate.curator import CuratorSettings
-from condensate.planner import PlannerSettings
-from condensate.prices import Price
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.planner import PlannerSettings
+from condensate.core.prices import Price
+from condensate.core.receipts import bare_tool
+from condensate.core.summary import CuratorSettings
+from condensate.core.tiers import TierSettings
 from condensate.providers import Endpoint, ProviderSettings
 from condensate.providers._http import RetryPolicy, Timeouts
-from condensate.receipts import bare_tool
-from condensate.tiers import TierSettings
 
 
 def default_home() -> Path:
@@ -95,7 +95,7 @@ class Settings(BaseSettings):
     )
     """List prices by model, over the built-in table's, US dollars per million tokens, as
     JSON: ``{"openai:gpt-7": {"input": 2, "output": 16, "cache_read": 0.2}}``. Only
-    ``input`` and ``output`` are required (``condensate.prices.Price``). The variable's old
+    ``input`` and ``output`` are required (``condensate.core.prices.Price``). The variable's old
     name, ``CONDENSATE_MODEL_PRICES``, is still read."""
     model_windows: dict[str, int] = Field(default_factory=dict)
     """Explicit windows by model, as JSON: ``{"chat:qwen3-coder": 32768}``."""

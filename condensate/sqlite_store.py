@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 
+from condensate.core.tokens import small_batch
 from condensate.eventlog import (
     DEFAULT_LIMIT,
     ArchiveRecord,
@@ -22,7 +23,6 @@ from condensate.eventlog import (
 )
 from condensate.events import Event, Stored
 from condensate.store import EventLog
-from condensate.tokens import small_batch
 
 
 class SqliteStore:

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from condensate.core.tokens import Counter, count_event, counter_for
 from condensate.errors import EventLogError, EventNotFound
 from condensate.eventlog import (
     DEFAULT_LIMIT,
@@ -36,7 +37,6 @@ from condensate.eventlog import (
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
 from condensate.store_schema import BACKSTOP_PAGES, BUSY_TIMEOUT_MS, SCHEMA_VERSION, prepare
 from condensate.store_wal import Checkpointer
-from condensate.tokens import Counter, count_event, counter_for
 
 __all__ = [
     "BACKSTOP_PAGES",

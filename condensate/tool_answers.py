@@ -10,9 +10,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from condensate import clamps, paging, reset
 from condensate.api import INT64_MAX
-from condensate.context_tools import CONDENSE, RECALL
+from condensate.core import clamps, paging, reset
+from condensate.core.context_tools import CONDENSE, RECALL
+from condensate.core.meter import ContextUsage
+from condensate.core.projector import Projection, pinnable
+from condensate.core.staged_warnings import budget_of
 from condensate.engine import ThreadSpec
 from condensate.errors import EventNotFound
 from condensate.events import (
@@ -23,9 +26,6 @@ from condensate.events import (
     ToolResult,
     UserMessage,
 )
-from condensate.meter import ContextUsage
-from condensate.projector import Projection, pinnable
-from condensate.staged_warnings import budget_of
 
 
 class ThreadReader(Protocol):

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from condensate import approvals
+from condensate.core.meter import ContextUsage
+from condensate.core.projector import Projection
 from condensate.engine import Checkpoint, ThreadSpec, Verdict
 from condensate.events import Event, Stored
 from condensate.live import DELTA
-from condensate.meter import ContextUsage
-from condensate.projector import Projection
 from condensate.providers import ModelClient
 from condensate.thread import Services, Thread
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from condensate.ceilings import CeilingSettings
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.planner import PlannerSettings
 from condensate.engines import Profile, installed, profile
-from condensate.planner import PlannerSettings
 
 
 def shaped(

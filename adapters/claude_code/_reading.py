@@ -25,9 +25,9 @@ from adapters.claude_code._translate import (
     top_level,
     unprompted,
 )
+from condensate.core.receipts import argument_of
 from condensate.engine import EngineEnv, TurnContext
 from condensate.events import AssistantMessage, EngineNotice, Event, ModelUsage, ToolResult
-from condensate.receipts import argument_of
 
 log = structlog.get_logger()
 

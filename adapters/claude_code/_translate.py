@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from condensate.core.receipts import argument_of
 from condensate.events import (
     AssistantMessage,
     Event,
@@ -23,7 +24,6 @@ from condensate.events import (
     ToolResult,
 )
 from condensate.gateway.wire import HELD_MARK
-from condensate.receipts import argument_of
 
 Clock = Callable[[], datetime]
 

@@ -25,6 +25,8 @@ from adapters.claude_code._translate import (
     Replies,
 )
 from adapters.cli_turn import Exchange, drive
+from condensate.core.queries import has_history, human_since
+from condensate.core.render import render_window
 from condensate.engine import (
     Checkpoint,
     EngineEnv,
@@ -37,8 +39,6 @@ from condensate.events import (
     Window,
 )
 from condensate.gateway.wire import HELD_MARK
-from condensate.queries import has_history, human_since
-from condensate.render import render_window
 
 log = structlog.get_logger()
 

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from adapters import _child, _pinned
 from condensate import mcp
-from condensate.context_tools import offered
+from condensate.core.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, own_settings
 from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model

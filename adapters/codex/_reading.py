@@ -29,7 +29,7 @@ from adapters.codex._translate import (
     retry_detail,
     usage_of,
 )
-from condensate import queries
+from condensate.core import queries
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext
 from condensate.events import EngineNotice, Event
 

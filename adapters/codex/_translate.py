@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from condensate.core.receipts import argument_of
 from condensate.events import (
     AskAnswered,
     AskOpened,
@@ -28,7 +29,6 @@ from condensate.events import (
     ToolResult,
 )
 from condensate.gateway.wire import HELD_MARK
-from condensate.receipts import argument_of
 
 Clock = Callable[[], datetime]
 CALL_ITEMS = frozenset(

@@ -24,7 +24,8 @@ from adapters.codex import _cli
 from adapters.codex._reading import TurnReader
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
 from adapters.codex._translate import Responses
-from condensate import queries
+from condensate.core import queries
+from condensate.core.render import render_window
 from condensate.engine import (
     Checkpoint,
     EngineEnv,
@@ -33,7 +34,6 @@ from condensate.engine import (
     TurnOutcome,
 )
 from condensate.events import Window
-from condensate.render import render_window
 
 log = structlog.get_logger()
 

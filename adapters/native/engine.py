@@ -23,8 +23,15 @@ import structlog
 from adapters.native.permissions import allows, needs_approval, permissions_problem
 from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
-from condensate import emergency, near_limits, paging, reset, tool_answers
-from condensate.context_tools import COMPACTION_TOOLS, CONTEXT_TOOLS
+from condensate import emergency, tool_answers
+from condensate.core import near_limits, paging, reset
+from condensate.core.context_tools import COMPACTION_TOOLS, CONTEXT_TOOLS
+from condensate.core.messages import Message, Request, ToolSpec
+from condensate.core.meter import ContextUsage
+from condensate.core.projector import Projection
+from condensate.core.prompt import shared_through, to_messages, with_notice
+from condensate.core.staged_warnings import due_warning
+from condensate.core.tokens import counter_for
 from condensate.engine import EngineEnv, ThreadSpec, TurnContext, TurnOutcome
 from condensate.errors import ContextWindowExceeded, ProviderError, Refused
 from condensate.events import (
@@ -39,13 +46,7 @@ from condensate.events import (
     UserMessage,
     Window,
 )
-from condensate.meter import ContextUsage
-from condensate.projector import Projection
-from condensate.prompt import shared_through, to_messages, with_notice
 from condensate.providers import parse_model
-from condensate.providers.types import Message, Request, ToolSpec
-from condensate.staged_warnings import due_warning
-from condensate.tokens import counter_for
 
 log = structlog.get_logger()
 

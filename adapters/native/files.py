@@ -32,7 +32,7 @@ from adapters.tool_contract import (
     failed,
     text_argument,
 )
-from condensate.receipts import short
+from condensate.core.receipts import short
 
 _VCS_AND_VENDORED = {".git", ".hg", ".svn", "node_modules", ".venv", "venv"}
 _CACHES = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}

@@ -31,7 +31,7 @@ from adapters.tool_contract import (
     failed,
     text_argument,
 )
-from condensate.receipts import short
+from condensate.core.receipts import short
 
 PROVIDER_KEYS = frozenset(
     {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_PROVIDER_API_KEY"}

@@ -35,6 +35,8 @@ from condensate.api.compaction import (
     SummaryPreview,
     ThinkingDropped,
     TierCost,
+    cost_answer,
+    preview_answer,
 )
 from condensate.api.document import (
     GUARDED,
@@ -119,6 +121,8 @@ __all__ = [
     "Tokens",
     "ToolAnswer",
     "Usage",
+    "cost_answer",
     "logged",
     "openapi_document",
+    "preview_answer",
 ]

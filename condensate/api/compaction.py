@@ -1,5 +1,5 @@
 """What ``GET /threads/:id/compact`` answers (the pending ask, a requested compaction, and
-what each tier would cut and cost now: ``condensate.preview``) and what answering it
+what each tier would cut and cost now: ``condensate.core.preview``) and what answering it
 answers. Pure."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from condensate.api.answer import Answer
+from condensate.core import preview
 from condensate.events import AskOpened, CompactionMode
 
 
@@ -32,7 +33,7 @@ class CuratorCall(Answer):
 
 
 CacheRule = Literal["anthropic-breakpoints", "openai-prefix", "first-change", "new-session"]
-"""Where the next call reads the provider's cache again after a cut (``condensate.cache_rules``):
+"""Where the next call reads the provider's cache again after a cut (``core.cache_rules``):
 Anthropic's breakpoints and their 20-block lookback, OpenAI's prefix in 128-token steps, the
 fallback for any other provider (everything before the first change), or a new session (a
 summary on an engine that restarts its session: nothing)."""
@@ -51,7 +52,7 @@ class Refetched(Answer):
 
 
 class FetchAgain(Answer):
-    """What the agent would have to fetch again after the cut (``condensate.refetch``)."""
+    """What the agent would have to fetch again after the cut (``condensate.core.refetch``)."""
 
     results: int
     tokens: int
@@ -160,3 +161,66 @@ class CompactAnswered(Answer):
     seq: int
     kind: Literal["ask.answered", "compaction.requested"]
     queued: bool
+
+
+# -- answers built from the core's preview ---------------------------------------------------
+
+
+def cost_answer(cost: preview.TierCost) -> TierCost:
+    """The cost as ``GET /threads/:id/compact`` shows it (a summary's with its curator
+    call)."""
+    fields = {
+        "freed": cost.freed,
+        "invalidated_tokens": cost.invalidated,
+        "rewritten_tokens": cost.rewritten,
+        "rewrite_usd": cost.rewrite_usd,
+        "saved_per_call_usd": cost.saved_per_call_usd,
+        "break_even_calls": cost.break_even_calls,
+        "thinking_dropped": ThinkingDropped(
+            blocks=cost.thinking.blocks, tokens=cost.thinking.tokens
+        ),
+        "cache_rule": cost.rewrite.rule,
+        "read_tokens": cost.rewrite.read,
+        "first_change_seq": cost.rewrite.first_change,
+        "rewrite_from_seq": cost.rewrite.start,
+        "fetch_again": FetchAgain(
+            results=len(cost.refetch),
+            tokens=sum(r.tokens for r in cost.refetch),
+            items=[
+                Refetched(seq=r.seq, tool=r.tool, target=r.target, named_by=r.named_by)
+                for r in cost.refetch[: preview.SHOWN_REFETCHES]
+            ],
+        ),
+    }
+    if cost.curator is None:
+        return TierCost(**fields)
+    curator = CuratorCall(
+        model=cost.curator.model,
+        input_tokens=cost.curator.input,
+        output_tokens=cost.curator.output,
+        usd=cost.curator.usd,
+    )
+    return SummaryCost(**fields, curator=curator)
+
+
+def preview_answer(shown: preview.Preview) -> Preview:
+    """What ``GET /threads/:id/compact`` shows of it."""
+    summary_cost = None if shown.summary is None else cost_answer(shown.summary)
+    assert summary_cost is None or isinstance(summary_cost, SummaryCost)
+    return Preview(
+        microcompact=MicrocompactPreview(
+            freed=shown.microcompact.freed,
+            receipts=list(shown.microcompact_receipts),
+            cost=cost_answer(shown.microcompact),
+        ),
+        collapse=CollapsePreview(freed=shown.collapse.freed, cost=cost_answer(shown.collapse)),
+        summary=SummaryPreview(
+            possible=shown.summary_possible,
+            keep_from=shown.summary_keep_from,
+            removed_by_kind=shown.summary_removed,
+            freed=None if shown.summary is None else shown.summary.freed,
+            cost=summary_cost,
+        ),
+        model=shown.model,
+        unpriced=list(shown.unpriced),
+    )

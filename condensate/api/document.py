@@ -42,7 +42,7 @@ from condensate.api.threads import (
     ThreadList,
     ToolAnswer,
 )
-from condensate.context_tools import ANSWERED_TOOLS
+from condensate.core.context_tools import ANSWERED_TOOLS
 
 
 class ThreadOrElsewhere(RootModel[AnyThread]):

@@ -24,17 +24,17 @@ from condensate.cli.output import (
     progress_bar,
 )
 from condensate.client import DaemonClient
+from condensate.core.meter import ModelWindow, measure
+from condensate.core.planner import Cut, HoldBack, Stop, plan
+from condensate.core.render import render_window
+from condensate.core.tokens import counter_for
+from condensate.core.tuning import TuningError, tuned
 from condensate.errors import ConfigError
 from condensate.eventlog import EventStore
 from condensate.events import EVENT_TYPES, now_utc
-from condensate.meter import ModelWindow, measure
-from condensate.planner import Cut, HoldBack, Stop, plan
 from condensate.providers import make_client
-from condensate.render import render_window
 from condensate.settings import Settings, load_settings
 from condensate.sqlite_store import SqliteStore
-from condensate.tokens import counter_for
-from condensate.tuning import TuningError, tuned
 
 T = TypeVar("T")
 

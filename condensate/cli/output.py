@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from condensate.core.prices import no_price
+from condensate.core.probes import summary_line
 from condensate.events import ProbeReport
-from condensate.prices import no_price
-from condensate.probes import summary_line
 
 
 def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
@@ -115,7 +115,7 @@ CACHE_RULES = {
     "first-change": "provider unknown: assumed cached up to the first change",
     "new-session": "a new session: nothing stays cached",
 }
-"""Where each cache rule reads the cache again (``condensate.cache_rules``)."""
+"""Where each cache rule reads the cache again (``condensate.core.cache_rules``)."""
 
 
 def _plural(count: int, word: str) -> str:

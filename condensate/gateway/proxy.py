@@ -27,6 +27,7 @@ import structlog
 from aiohttp import web
 from multidict import CIMultiDict
 
+from condensate.core.tokens import counter_for
 from condensate.edge import BODY_TIMEOUT
 from condensate.engine import GatewayAccess
 from condensate.errors import ProviderError, TransportFailed
@@ -77,7 +78,6 @@ from condensate.gateway.wire import (
 )
 from condensate.providers._http import CallObserver, classify
 from condensate.providers.sse import text_delta
-from condensate.tokens import counter_for
 
 log = structlog.get_logger()
 

@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from condensate import clamps
+from condensate.core import clamps
+from condensate.core.tokens import MESSAGE_OVERHEAD, Counter
 from condensate.gateway.binding import canonical_digest
 from condensate.gateway.bound import bound as bytes_bound
-from condensate.tokens import MESSAGE_OVERHEAD, Counter
 
 Api = Literal["anthropic", "openai"]
 APIS: tuple[Api, ...] = ("anthropic", "openai")

@@ -15,11 +15,11 @@ from typing import Literal, Protocol
 
 import aiohttp
 
+from condensate.core.messages import Completion, Request
 from condensate.errors import ConfigError
 from condensate.providers._http import CallObserver, RetryPolicy, Timeouts
 from condensate.providers.anthropic import AnthropicClient
 from condensate.providers.openai import ChatClient, ResponsesClient
-from condensate.providers.types import Completion, Request
 
 Provider = Literal["anthropic", "openai", "chat"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "chat")

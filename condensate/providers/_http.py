@@ -20,6 +20,7 @@ import aiohttp
 import anyio
 import structlog
 
+from condensate.core.messages import Completion, Request
 from condensate.errors import (
     AuthenticationFailed,
     ContextWindowExceeded,
@@ -32,7 +33,6 @@ from condensate.errors import (
 )
 from condensate.providers import _parse
 from condensate.providers.sse import ServerEvent, SSEParser, text_delta
-from condensate.providers.types import Completion, Request
 
 log = structlog.get_logger()
 T = TypeVar("T")

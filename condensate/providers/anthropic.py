@@ -10,10 +10,7 @@ from typing import Any
 
 import aiohttp
 
-from condensate.events import ThinkingBlock, ToolCall
-from condensate.providers import _http, _parse
-from condensate.providers._http import CallObserver, RetryPolicy, Timeouts
-from condensate.providers.types import (
+from condensate.core.messages import (
     Completion,
     Message,
     Request,
@@ -23,6 +20,9 @@ from condensate.providers.types import (
     ToolUse,
     Usage,
 )
+from condensate.events import ThinkingBlock, ToolCall
+from condensate.providers import _http, _parse
+from condensate.providers._http import CallObserver, RetryPolicy, Timeouts
 
 PROVIDER = "anthropic"
 API_VERSION = "2023-06-01"

@@ -12,10 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from condensate.events import ToolCall
-from condensate.providers import _http, _parse
-from condensate.providers._http import CallObserver, RetryPolicy, Timeouts
-from condensate.providers.types import (
+from condensate.core.messages import (
     Completion,
     Request,
     Text,
@@ -23,6 +20,9 @@ from condensate.providers.types import (
     ToolUse,
     Usage,
 )
+from condensate.events import ToolCall
+from condensate.providers import _http, _parse
+from condensate.providers._http import CallObserver, RetryPolicy, Timeouts
 
 _REASONING_MODEL = re.compile(r"^(gpt-5|o\d)")
 

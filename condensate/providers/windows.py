@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from condensate.meter import ModelWindow
+from condensate.core.meter import ModelWindow
 from condensate.providers import Endpoint, ModelName
 
 FALLBACK = 128_000

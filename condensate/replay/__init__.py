@@ -7,7 +7,7 @@ the bills (``billing``) side by side. This package re-exports the public names o
 
 from __future__ import annotations
 
-from condensate.receipts import ARGUMENT_CHARS, argument_of
+from condensate.core.receipts import ARGUMENT_CHARS, argument_of
 from condensate.replay.billing import WEIGHTS, Bill, Prices, default_prices
 from condensate.replay.config import (
     DEFAULT_WINDOW,

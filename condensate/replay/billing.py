@@ -1,5 +1,5 @@
 """What model calls cost: ``Bill`` sums the tokens billed, ``Prices`` turns them into USD,
-each call at the rates its own prompt pays (``condensate.prices``).
+each call at the rates its own prompt pays (``condensate.core.prices``).
 
 Cost weights (Anthropic's price ratios to base input): uncached input 1.0, cache write 1.25,
 cache read 0.1. ``weighted_input`` is the sum of the three counts times their weights.
@@ -11,15 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from condensate.prices import Price, Tokens, price_of
-from condensate.providers.types import Usage
+from condensate.core.messages import Usage
+from condensate.core.prices import Price, Tokens, price_of
 
 WEIGHTS = {"uncached": 1.0, "cache_write": 1.25, "cache_read": 0.1}
 """Anthropic's price ratios to base input tokens; ``weighted_input`` uses them."""
 
 
 Prices = Price
-"""USD per million tokens by class (``condensate.prices``)."""
+"""USD per million tokens by class (``condensate.core.prices``)."""
 
 
 DEFAULT_MODEL = "claude-opus-5-5"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from condensate.ceilings import CeilingSettings
-from condensate.planner import PlannerSettings
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.planner import PlannerSettings
 from condensate.replay.billing import Prices, default_prices
 from condensate.replay.stand_in import FAKE_CURATOR
 

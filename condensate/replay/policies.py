@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from condensate import tiers, window_step
+from condensate.core import tiers, window_step
+from condensate.core.meter import ContextUsage, ModelWindow, measure, next_prompt
+from condensate.core.planner import Ask, Cut
+from condensate.core.projector import Projection
 from condensate.errors import CondensateError, ContextWindowExceeded
 from condensate.events import Event, Stored, SystemLine, Window, WindowTrigger
-from condensate.meter import ContextUsage, ModelWindow, measure, next_prompt
-from condensate.planner import Ask, Cut
-from condensate.projector import Projection
 from condensate.replay.config import POLICIES, SINGLE_SUMMARY_SHARE, ReplayConfig
 from condensate.replay.recording import Recording
 

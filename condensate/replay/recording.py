@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from condensate.core.tokens import count_event, counter_for
 from condensate.errors import CondensateError
 from condensate.events import (
     AssistantMessage,
@@ -27,7 +28,6 @@ from condensate.events import (
     TurnStarted,
     UserMessage,
 )
-from condensate.tokens import count_event, counter_for
 
 DEFAULT_BASELINE = 12_000
 

@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from condensate.core.retention import Retention
 from condensate.events import AssistantMessage, Event, ToolResult, UserMessage, Window
 from condensate.replay.billing import WEIGHTS, Bill, Prices
 from condensate.replay.config import ReplayConfig
 from condensate.replay.recording import Recording
-from condensate.retention import Retention
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,15 @@ from typing import Any
 
 import aiohttp
 
-from condensate.curator import Curator, CuratorSettings, Miss, carry_out, replaced_entries
+from condensate.core.messages import Message, Request, Text, Thinking
+from condensate.core.planner import Cut
+from condensate.core.projector import Projection
+from condensate.core.prompt import shared_through, to_messages
+from condensate.core.retention import CallRecord, check, pair_problems
+from condensate.core.summary import CuratorSettings, Miss, carry_out, replaced_entries
+from condensate.core.tokens import Counter as TokenCounter
+from condensate.core.tokens import bare_model, count_event, counter_for
+from condensate.curator import Curator
 from condensate.errors import CondensateError, ContextWindowExceeded
 from condensate.events import (
     AssistantMessage,
@@ -25,13 +33,9 @@ from condensate.events import (
     ThreadCreated,
     Window,
 )
-from condensate.planner import Cut
-from condensate.projector import Projection
-from condensate.prompt import shared_through, to_messages
 from condensate.providers import ModelClient
 from condensate.providers._http import RetryPolicy
 from condensate.providers.anthropic import AnthropicClient
-from condensate.providers.types import Message, Request, Text, Thinking
 from condensate.providers.windows import from_table
 from condensate.replay.billing import Bill
 from condensate.replay.config import DEFAULT_WINDOW, ReplayConfig
@@ -39,10 +43,7 @@ from condensate.replay.policies import Policy, make_policy
 from condensate.replay.recording import EPOCH, Recording
 from condensate.replay.report import PolicyResult, Report, windows_by_call
 from condensate.replay.stand_in import FAKE_CURATOR, FAKE_CURATOR_MODEL, stand_in_summary
-from condensate.retention import CallRecord, check, pair_problems
 from condensate.testing.fake_model import FakeModelServer
-from condensate.tokens import Counter as TokenCounter
-from condensate.tokens import bare_model, count_event, counter_for
 
 MAX_ATTEMPTS = 3
 FORGET_REQUESTS_EVERY = 50

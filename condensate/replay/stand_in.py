@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from condensate.curator import replaced_entries
+from condensate.core.probes import touched, verbatim_items, waiting
+from condensate.core.projector import Entry, Projection
+from condensate.core.summary import replaced_entries
+from condensate.core.tiers import VERBATIM_HEADING
 from condensate.events import ToolResult, Window
-from condensate.probes import touched, verbatim_items, waiting
-from condensate.projector import Entry, Projection
-from condensate.tiers import VERBATIM_HEADING
 
 FAKE_CURATOR = "fake"
 FAKE_CURATOR_MODEL = "claude-haiku-5-5"

@@ -13,9 +13,9 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
+from condensate.core.receipts import argument_of
 from condensate.errors import ConfigError
 from condensate.events import AssistantMessage, ThinkingBlock, ToolCall, ToolResult
-from condensate.receipts import argument_of
 from condensate.replay.recording import Recording
 
 GROUP = "condensate.transcripts"

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from condensate.core.projector import Projection
+from condensate.core.tokens import count_event, counter_for
 from condensate.events import (
     Answerer,
     AskAnswered,
@@ -36,8 +38,6 @@ from condensate.events import (
     TurnStarted,
     UserMessage,
 )
-from condensate.projector import Projection
-from condensate.tokens import count_event, counter_for
 
 EPOCH = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from condensate import context_tools, reset
+from condensate.core import context_tools, reset
 from condensate.testing.fake_model import (
     Call,
     FakeModelServer,

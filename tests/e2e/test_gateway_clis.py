@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from condensate import prices
+from condensate.core import prices
 from condensate.engine import ThreadSpec
 from condensate.events import BaselineMeasured, Engine, EngineNotice, ModelUsage
 from condensate.server import costs_answer

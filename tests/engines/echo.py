@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from condensate.core.projector import Projection
+from condensate.core.queries import human_since
 from condensate.engine import (
     EngineEnv,
     EngineInfo,
@@ -20,8 +22,6 @@ from condensate.engine import (
     own_settings,
 )
 from condensate.events import AssistantMessage, Window
-from condensate.projector import Projection
-from condensate.queries import human_since
 
 BASELINE_TOKENS = 321
 

@@ -17,12 +17,12 @@ import anyio
 from aiohttp import web
 
 from condensate.app import open_store, upstream
+from condensate.core.meter import ModelWindow
 from condensate.curator import Curator
 from condensate.engine import Engines, EngineSettings
 from condensate.engines import installed
 from condensate.eventlog import EventStore
 from condensate.gateway import Gateway
-from condensate.meter import ModelWindow
 from condensate.metrics import Metrics
 from condensate.providers import ModelClient, make_client
 from condensate.recovery import recover

@@ -17,7 +17,7 @@ import aiohttp
 import anyio
 import pytest
 
-from condensate import context_tools, reset
+from condensate.core import context_tools, reset
 from condensate.events import (
     AssistantMessage,
     Event,

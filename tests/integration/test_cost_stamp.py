@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from condensate import asks
+from condensate.core.prices import LIST_PRICES, Tokens
 from condensate.events import ModelUsage, now_utc
-from condensate.prices import LIST_PRICES, Tokens
 from condensate.server import costs_answer
 from condensate.testing.fake_model import FakeModelServer, Text
 from tests.integration.harness import runtime_on

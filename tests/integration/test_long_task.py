@@ -17,7 +17,7 @@ import aiohttp
 import anyio
 import pytest
 
-from condensate.projector import project
+from condensate.core.projector import project
 from condensate.rebuild import rebuild
 from condensate.store import EventLog
 from condensate.testing.fake_model import (

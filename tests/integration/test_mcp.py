@@ -11,9 +11,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from condensate import context_tools, reset
 from condensate.client import DaemonClient
-from condensate.context_tools import offered
+from condensate.core import context_tools, reset
+from condensate.core.context_tools import offered
 from condensate.mcp import TOKEN_ENV
 from tests.integration.daemon import REPO, DaemonProcess
 

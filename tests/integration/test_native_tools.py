@@ -23,7 +23,7 @@ from adapters.native.tools import (
     write,
 )
 from adapters.tool_contract import Tool, ToolContext, ToolOutcome
-from condensate.receipts import categorize
+from condensate.core.receipts import categorize
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import aiohttp
 import anyio
 import pytest
 
-from condensate import paging
+from condensate.core import paging
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
 

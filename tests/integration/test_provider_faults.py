@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from condensate.core.messages import Message, Request, ToolSpec
 from condensate.errors import MalformedResponse, ProviderUnavailable, TransportFailed
 from condensate.providers import Endpoint, ModelClient, ProviderSettings, make_client
 from condensate.providers._http import CALL_SETTING, READ_SETTING, RetryPolicy, Timeouts
-from condensate.providers.types import Message, Request, ToolSpec
 from condensate.testing.fake_model import (
     Broken,
     Call,

@@ -10,10 +10,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from condensate.core.messages import Message, Request, Usage
 from condensate.events import now_utc
 from condensate.providers import Endpoint, ProviderSettings, make_client
 from condensate.providers._http import RetryPolicy, Timeouts
-from condensate.providers.types import Message, Request, Usage
 from condensate.testing.fake_model import FakeModelServer, Raw
 from tests.unit.test_reply_usage import ANTHROPIC_USAGE, RESPONSES_USAGE
 

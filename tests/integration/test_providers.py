@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from condensate.core.messages import Message, Request, ToolOutput, ToolSpec, ToolUse
 from condensate.errors import (
     AuthenticationFailed,
     ContextWindowExceeded,
@@ -24,7 +25,6 @@ from condensate.providers import (
     parse_model,
 )
 from condensate.providers._http import RetryPolicy
-from condensate.providers.types import Message, Request, ToolOutput, ToolSpec, ToolUse
 from condensate.providers.windows import resolve_window
 from condensate.testing.fake_model import (
     Call,

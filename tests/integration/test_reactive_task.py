@@ -23,7 +23,7 @@ from benchmarks.reactive_task import (
     build_task,
     clean_lines,
 )
-from condensate.tokens import bare_model
+from condensate.core.tokens import bare_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "reactive_task.py"

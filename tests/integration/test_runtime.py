@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 
 from condensate import asks
+from condensate.core.planner import Ask, Cut
 from condensate.engine import Engines, ThreadSpec
 from condensate.events import ModelUsage, UserMessage, Window, now_utc
-from condensate.planner import Ask, Cut
 from condensate.runtime import Runtime
 from condensate.sqlite_store import SqliteStore
 from condensate.testing.fake_model import FakeModelServer, Text

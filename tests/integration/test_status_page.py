@@ -25,8 +25,8 @@ import anyio
 import pytest
 from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
 
+from condensate.core.tokens import counter_for
 from condensate.testing.fake_model import Call, FakeModelServer, Stall, Text, ToolCalls
-from condensate.tokens import counter_for
 from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
 from tests.integration.test_cli import condensate
 

@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from condensate import store
+from condensate.core.tokens import MESSAGE_OVERHEAD, count_event, counter_for
 from condensate.errors import EventLogError, EventNotFound, UnknownEventVersion
 from condensate.events import (
     Event,
@@ -43,7 +44,6 @@ from condensate.store import (
     Snapshot,
     TailPage,
 )
-from condensate.tokens import MESSAGE_OVERHEAD, count_event, counter_for
 
 AT = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 WRITER = Path(__file__).parent / "_store_writer.py"

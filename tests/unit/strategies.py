@@ -14,9 +14,9 @@ from typing import Literal
 
 from hypothesis import strategies as st
 
-from condensate.ceilings import CeilingSettings
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.tiers import TierSettings
 from condensate.events import Engine
-from condensate.tiers import TierSettings
 from tests.profiles import shaped
 
 REREAD = ("read", "search", "grep")

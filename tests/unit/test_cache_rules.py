@@ -1,5 +1,5 @@
 """Where the next request reads the provider's cache again after a change in the middle of
-its prompt (``condensate.cache_rules``): Anthropic's breakpoints with their 20-block lookback
+its prompt (``condensate.core.cache_rules``): Anthropic's breakpoints with their 20-block lookback
 and lifetimes, OpenAI's prefix from 1,024 tokens in 128-token steps, and the fallback for any
 other provider."""
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from condensate.cache_rules import FIVE_MINUTES, HOUR, Cache, Part, Rule, lifetime, rule_for
+from condensate.core.cache_rules import FIVE_MINUTES, HOUR, Cache, Part, Rule, lifetime, rule_for
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 FIXED = 2_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from condensate.ceilings import (
+from condensate.core.ceilings import (
     CeilingSettings,
     fit_baseline,
     hard_limit,
@@ -12,8 +12,8 @@ from condensate.ceilings import (
     ordinary_line,
     working_ceiling,
 )
+from condensate.core.planner import PlannerSettings
 from condensate.engines import installed, profile
-from condensate.planner import PlannerSettings
 from tests.profiles import shaped
 
 DEFAULT = CeilingSettings()

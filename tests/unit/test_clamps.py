@@ -1,4 +1,4 @@
-"""Clamps (``condensate.clamps``, the projector, the native prompt, the gateway's rewrite):
+"""Clamps (``condensate.core.clamps``, the projector, the native prompt, the gateway's rewrite):
 any one message, tool result or tool argument longer than the thread's clamp keeps its head
 and tail in the view, the original in the log, and a note naming where to read it back."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from condensate import clamps
+from condensate.core import clamps
+from condensate.core.messages import Text, ToolUse
+from condensate.core.projector import Projection
+from condensate.core.prompt import to_messages
 from condensate.events import AssistantMessage, ThreadCreated, ToolCall, ToolResult
 from condensate.gateway.wire import Clamps, with_clamps
-from condensate.projector import Projection
-from condensate.prompt import to_messages
-from condensate.providers.types import Text, ToolUse
 from condensate.testing.threads import EPOCH, ThreadBuilder
 
 CAP_TOKENS = 250

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from adapters._condense import settled
-from condensate import reset
+from condensate.core import reset
+from condensate.core.projector import Projection
 from condensate.engine import ThreadSpec
 from condensate.events import (
     AssistantMessage,
@@ -16,7 +17,6 @@ from condensate.events import (
     ToolCall,
     ToolResult,
 )
-from condensate.projector import Projection
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 NAME = "mcp__condensate__condense"

@@ -12,6 +12,8 @@ import pytest
 
 from adapters._asks import AskTeller
 from adapters.cli_turn import MAX_SESSIONS_PER_TURN, REFUSED_AGAIN, Exchange, drive
+from condensate.core.meter import ContextUsage
+from condensate.core.projector import Projection
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
@@ -31,8 +33,6 @@ from condensate.events import (
     WindowTrigger,
     now_utc,
 )
-from condensate.meter import ContextUsage
-from condensate.projector import Projection
 from condensate.providers import ModelClient
 
 USAGE = ContextUsage(

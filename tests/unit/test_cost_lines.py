@@ -4,9 +4,10 @@ setting that prices it, never "price unknown"."""
 
 from __future__ import annotations
 
+from condensate import api
 from condensate.cli.output import compaction_lines, cost_text
-from condensate.preview import Pricing, preview
-from condensate.prices import price_of
+from condensate.core.preview import Pricing, preview
+from condensate.core.prices import price_of
 from tests.unit.test_planner import usage
 from tests.unit.test_preview import ONE_KEPT, thread, working
 
@@ -28,7 +29,7 @@ def test_a_thread_on_an_unpriced_model_shows_the_no_price_line():
 def shown(pricing: Pricing) -> list[str]:
     """``condensate compact``'s lines for a thread, as the API answers them."""
     b = thread()
-    answer = preview(b.view, usage(b), ONE_KEPT, pricing, now=b.clock).as_answer().dump()
+    answer = api.preview_answer(preview(b.view, usage(b), ONE_KEPT, pricing, now=b.clock)).dump()
     return compaction_lines(
         {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer}
     )
@@ -39,7 +40,7 @@ def test_a_preview_on_an_unpriced_model_names_it_where_each_cost_would_be():
     the model as unpriced."""
     b = thread()
     unpriced = Pricing("claude-foo-9", None, "claude-foo-9", None, 4_000)
-    answer = preview(b.view, usage(b), ONE_KEPT, unpriced, now=b.clock).as_answer().dump()
+    answer = api.preview_answer(preview(b.view, usage(b), ONE_KEPT, unpriced, now=b.clock)).dump()
     assert answer["unpriced"] == ["claude-foo-9"]
     lines = shown(unpriced)
     tiers = [line for line in lines if "would" in line]
@@ -78,7 +79,7 @@ def test_each_tier_says_where_the_cache_is_read_its_thinking_and_what_to_fetch_a
     b = working()
     read, edit = b.view.entries[2].seq, b.view.entries[5].seq
     pricing = Pricing("claude-opus-5-5", price_of("claude-opus-5-5"), "claude-foo-9", None, 4_000)
-    answer = preview(b.view, usage(b), ONE_KEPT, pricing, now=b.clock).as_answer()
+    answer = api.preview_answer(preview(b.view, usage(b), ONE_KEPT, pricing, now=b.clock))
     lines = compaction_lines(
         {"ask": None, "requested": None, "usage": {"used": 1, "line": 2}, "preview": answer.dump()}
     )

@@ -10,10 +10,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from condensate.core.tokens import counter_for
 from condensate.gateway import bound
 from condensate.gateway.bound import changed, leading_model, shared_prefix, shared_suffix
 from condensate.gateway.wire import RequestShape, SessionMeter
-from condensate.tokens import counter_for
 
 
 def naive_prefix(old: bytes, new: bytes) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from condensate.core.tokens import MESSAGE_OVERHEAD
 from condensate.engines import installed
 from condensate.gateway.passes import Passes, PassRefused
 from condensate.gateway.wire import (
@@ -35,7 +36,6 @@ from condensate.gateway.wire import (
     with_receipts,
     with_reset,
 )
-from condensate.tokens import MESSAGE_OVERHEAD
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from condensate.ceilings import CeilingSettings
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.meter import ModelWindow, measure
 from condensate.events import Window, WindowTrigger
-from condensate.meter import ModelWindow, measure
 from condensate.testing.threads import ThreadBuilder
 
 W = ModelWindow(200_000, resolved=True)

@@ -1,12 +1,12 @@
-"""Request-scoped notices near the line (``condensate.near_limits``): none below 70 % of the
+"""Request-scoped notices near the line (``condensate.core.near_limits``): none below 70 % of the
 line, URGENT from 70 %, CRITICAL from 90 %, each naming the share and the sizes."""
 
 from __future__ import annotations
 
 import pytest
 
-from condensate import near_limits
-from condensate.meter import ContextUsage
+from condensate.core import near_limits
+from condensate.core.meter import ContextUsage
 
 
 def at(used: int, line: int = 10_000) -> ContextUsage:

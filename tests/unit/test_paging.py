@@ -1,14 +1,14 @@
-"""Paging in the view (``condensate.paging`` and the projector): a result over the thread's
+"""Paging in the view (``condensate.core.paging`` and the projector): a result over the thread's
 output cap shows its beginning and a reference, its original kept; receipts of a thread whose
 agent has recall say how to get the original back."""
 
 from __future__ import annotations
 
-from condensate import paging
+from condensate.core import paging
+from condensate.core.messages import ToolOutput
+from condensate.core.projector import Projection
+from condensate.core.prompt import to_messages
 from condensate.events import ThreadCreated, ToolResult, Window, WindowTrigger
-from condensate.projector import Projection
-from condensate.prompt import to_messages
-from condensate.providers.types import ToolOutput
 from condensate.testing.threads import EPOCH, ThreadBuilder
 
 

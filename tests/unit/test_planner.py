@@ -8,11 +8,10 @@ from datetime import timedelta
 
 import pytest
 
-from condensate import tiers
-from condensate.ceilings import CeilingSettings
-from condensate.events import ToolResult
-from condensate.meter import ContextUsage, ModelWindow, measure
-from condensate.planner import (
+from condensate.core import tiers
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.meter import ContextUsage, ModelWindow, measure
+from condensate.core.planner import (
     Ask,
     Cut,
     HoldBack,
@@ -22,7 +21,8 @@ from condensate.planner import (
     deadline,
     plan,
 )
-from condensate.projector import PAUSE_CODE
+from condensate.core.projector import PAUSE_CODE
+from condensate.events import ToolResult
 from condensate.testing.threads import ThreadBuilder
 from tests.profiles import shaped
 

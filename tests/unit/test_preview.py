@@ -9,15 +9,16 @@ from dataclasses import replace
 
 import pytest
 
-from condensate.curator import SYSTEM_PROMPT
+from condensate import api
+from condensate.core.planner import PlannerSettings
+from condensate.core.preview import Preview, Pricing, preview
+from condensate.core.prices import LongContext, Price, price_of
+from condensate.core.refetch import RECENT_CALLS, Refetch
+from condensate.core.summary import SYSTEM_PROMPT
+from condensate.core.tiers import TierSettings
+from condensate.core.tokens import estimate
 from condensate.events import ThinkingBlock, Window, WindowTrigger
-from condensate.planner import PlannerSettings
-from condensate.preview import Preview, Pricing, preview
-from condensate.prices import LongContext, Price, price_of
-from condensate.refetch import RECENT_CALLS, Refetch
 from condensate.testing.threads import ThreadBuilder
-from condensate.tiers import TierSettings
-from condensate.tokens import estimate
 from tests.unit.test_planner import usage
 
 SONNET = price_of("claude-sonnet-4-5")
@@ -84,7 +85,7 @@ def test_a_cut_names_the_signed_thinking_after_its_first_change():
     micro = shown(b).microcompact.thinking
     assert (micro.blocks, micro.tokens) == (2, estimate("why make"))
     assert shown(thread()).microcompact.thinking.blocks == 0
-    assert shown(b).microcompact.as_answer().thinking_dropped.blocks == 2
+    assert api.cost_answer(shown(b).microcompact).thinking_dropped.blocks == 2
 
 
 def test_collapse_frees_the_command_too_from_the_same_point():
@@ -118,7 +119,7 @@ def test_an_unknown_provider_keeps_the_old_rule_and_says_so():
     assert cost.rewrite.rule == "first-change"
     assert cost.invalidated == AFTER_READ
     assert cost.rewrite.start == cost.rewrite.first_change
-    assert cost.as_answer().cache_rule == "first-change"
+    assert api.cost_answer(cost).cache_rule == "first-change"
 
 
 def test_a_breakpoint_older_than_five_minutes_is_not_read():
@@ -214,7 +215,7 @@ def test_an_unpriced_model_shows_no_dollars():
 @pytest.mark.parametrize("tier", ["microcompact", "collapse", "summary"])
 def test_the_json_names_every_figure(tier: str):
     """The API shows each tier's cost under ``cost``, numbers and all."""
-    data = shown(thread()).as_answer().dump()[tier]
+    data = api.preview_answer(shown(thread())).dump()[tier]
     cost = data["cost"]
     assert cost["freed"] == data["freed"]
     assert cost["rewrittenTokens"] == max(cost["invalidatedTokens"] - cost["freed"], 0)
@@ -289,7 +290,7 @@ def test_a_cleared_read_of_a_file_the_agent_edits_later_is_fetched_again():
     cost = shown(b).collapse
     assert cost.freed > 5_900
     assert cost.refetch == (Refetch(read.seq, "read", "src/a.py", 3_000, edit.seq),)
-    again = cost.as_answer().fetch_again
+    again = api.cost_answer(cost).fetch_again
     assert (again.results, again.tokens, again.items[0].named_by) == (1, 3_000, edit.seq)
 
 

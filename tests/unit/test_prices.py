@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from condensate.core.prices import LIST_PRICES, LongContext, Price, Tokens, cost, no_price, price_of
 from condensate.errors import ConfigError
 from condensate.events import ModelUsage, now_utc
-from condensate.prices import LIST_PRICES, LongContext, Price, Tokens, cost, no_price, price_of
 from condensate.settings import load_settings
 
 MILLION = 1_000_000

@@ -7,9 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from condensate.cli.output import event_line as _event_line
-from condensate.curator import replaced_entries
-from condensate.events import ApprovalRequested, ProbeReport, UserMessage, Window, WindowTrigger
-from condensate.probes import (
+from condensate.core.probes import (
     FILES_HEADING,
     OPEN_HEADING,
     Answers,
@@ -21,8 +19,10 @@ from condensate.probes import (
     retry_request,
     summary_line,
 )
+from condensate.core.summary import replaced_entries
+from condensate.core.tiers import VERBATIM_ERROR_CHARS
+from condensate.events import ApprovalRequested, ProbeReport, UserMessage, Window, WindowTrigger
 from condensate.testing.threads import ThreadBuilder
-from condensate.tiers import VERBATIM_ERROR_CHARS
 from tests.unit.test_planner import decide
 
 

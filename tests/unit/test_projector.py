@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from condensate.core.projector import DROP_NOTICE, Projection, project
+from condensate.core.render import render_window
 from condensate.events import MessagePinned, Window, WindowTrigger
-from condensate.projector import DROP_NOTICE, Projection, project
-from condensate.render import render_window
 from condensate.testing.threads import ThreadBuilder
 
 TRIGGER = WindowTrigger(used=1, line=1, ceiling=1, window=1, freed=0, reason="test")

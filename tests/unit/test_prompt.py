@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from condensate.core.messages import Text, ToolOutput, ToolUse
+from condensate.core.projector import Projection
+from condensate.core.prompt import to_messages
 from condensate.events import Window, WindowTrigger
-from condensate.projector import Projection
-from condensate.prompt import to_messages
-from condensate.providers.types import Text, ToolOutput, ToolUse
 from condensate.testing.threads import ThreadBuilder
 
 TRIGGER = WindowTrigger(used=1, line=1, ceiling=1, window=1, freed=0, reason="test")

@@ -1,8 +1,8 @@
-"""Questions the runtime and engines ask of a view (``condensate.queries``)."""
+"""Questions the runtime and engines ask of a view (``condensate.core.queries``)."""
 
 from __future__ import annotations
 
-from condensate.queries import human_since
+from condensate.core.queries import human_since
 from condensate.testing.threads import ThreadBuilder
 
 

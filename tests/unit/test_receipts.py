@@ -1,4 +1,4 @@
-"""What a call names and what its receipt says (``condensate.receipts``): one rule for every
+"""What a call names and what its receipt says (``condensate.core.receipts``): one rule for every
 engine, and a receipt that retention can read back."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from condensate.core.receipts import ARGUMENT_CHARS, argument_of, files_named, named_by, receipt
 from condensate.events import ToolResult, now_utc
-from condensate.receipts import ARGUMENT_CHARS, argument_of, files_named, named_by, receipt
 
 
 def test_a_call_names_its_file_before_its_command_pattern_or_query():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from condensate.prices import LIST_PRICES, LongContext, Price
-from condensate.providers.types import Usage
+from condensate.core.messages import Usage
+from condensate.core.prices import LIST_PRICES, LongContext, Price
 from condensate.replay.billing import Bill, default_prices
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from condensate.prompt import shared_through
+from condensate.core.messages import Message, Request, Text, ToolOutput, ToolUse
+from condensate.core.prompt import shared_through
 from condensate.providers import anthropic
 from condensate.providers.openai import ChatClient, ResponsesClient
-from condensate.providers.types import Message, Request, Text, ToolOutput, ToolUse
 
 
 def _steps(count: int, calls: int = 1) -> tuple[Message, ...]:

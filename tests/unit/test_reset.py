@@ -1,9 +1,12 @@
-"""The agent-chosen reset (``condensate.reset`` and the projector's fold of it): the rules of
+"""The agent-chosen reset (``condensate.core.reset`` and the projector's fold of it): the rules of
 a ``condense`` call, and the exact view after a committed reset, rebuilt from the log."""
 
 from __future__ import annotations
 
-from condensate import context_tools, reset
+from condensate.core import context_tools, reset
+from condensate.core.messages import Text, ToolOutput, ToolUse
+from condensate.core.projector import Projection, project
+from condensate.core.prompt import to_messages
 from condensate.events import (
     AssistantMessage,
     EmergencyReset,
@@ -12,9 +15,6 @@ from condensate.events import (
     ToolCall,
     UserMessage,
 )
-from condensate.projector import Projection, project
-from condensate.prompt import to_messages
-from condensate.providers.types import Text, ToolOutput, ToolUse
 from condensate.testing.threads import ThreadBuilder
 
 NOTE = "Read notes/release.md. Tests passed; next, review the diff."

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from condensate.core.messages import Message, Text, ToolOutput, ToolUse
+from condensate.core.retention import CallRecord, check, files_of, pair_problems
 from condensate.events import ToolResult, Window, WindowTrigger
-from condensate.providers.types import Message, Text, ToolOutput, ToolUse
-from condensate.retention import CallRecord, check, files_of, pair_problems
 from condensate.testing.threads import ThreadBuilder
 
 TRIGGER = WindowTrigger(used=0, line=0, ceiling=0, window=0, freed=0, reason="test")

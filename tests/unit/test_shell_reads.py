@@ -9,9 +9,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from condensate.core.receipts import categorize
+from condensate.core.shell_reads import reads_only, words
 from condensate.events import AssistantMessage, ToolCall, ToolResult
-from condensate.receipts import categorize
-from condensate.shell_reads import reads_only, words
 from condensate.testing.threads import ThreadBuilder
 
 READS = [

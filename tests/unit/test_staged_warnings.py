@@ -1,13 +1,13 @@
-"""Staged, advisory warnings of an agent-reset thread (``condensate.staged_warnings``): the
+"""Staged, advisory warnings of an agent-reset thread (``condensate.core.staged_warnings``): the
 highest level crossed, once per reset cycle, on the provider's last count (an estimate before
 the first), consumed only by a successful request, rearmed by a reset."""
 
 from __future__ import annotations
 
-from condensate import reset
+from condensate.core import reset
+from condensate.core.meter import ContextUsage
+from condensate.core.staged_warnings import due_warning
 from condensate.events import AssistantMessage, ResetPolicy, ToolCall
-from condensate.meter import ContextUsage
-from condensate.staged_warnings import due_warning
 from condensate.testing.threads import ThreadBuilder
 
 POLICY = ResetPolicy(budget=100_000)

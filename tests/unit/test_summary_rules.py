@@ -4,14 +4,12 @@ summary estimate that counts the record, and no second summary before a model ca
 
 from __future__ import annotations
 
-from condensate.curator import replaced_entries
-from condensate.events import EngineNotice, UserMessage, Window
-from condensate.meter import ContextUsage, ModelWindow, measure
-from condensate.planner import Cut, Decision, HoldBack, PlannerSettings, Stop, plan
-from condensate.probes import verbatim_items, with_verbatim_record
-from condensate.projector import PAUSE_CODE
-from condensate.testing.threads import ThreadBuilder
-from condensate.tiers import (
+from condensate.core.meter import ContextUsage, ModelWindow, measure
+from condensate.core.planner import Cut, Decision, HoldBack, PlannerSettings, Stop, plan
+from condensate.core.probes import verbatim_items, with_verbatim_record
+from condensate.core.projector import PAUSE_CODE
+from condensate.core.summary import replaced_entries
+from condensate.core.tiers import (
     VERBATIM_ERROR_CHARS,
     VERBATIM_FAILURES_CHARS,
     VERBATIM_HEADING,
@@ -20,7 +18,9 @@ from condensate.tiers import (
     summary_cut,
     verbatim_error,
 )
-from condensate.tokens import estimate
+from condensate.core.tokens import estimate
+from condensate.events import EngineNotice, UserMessage, Window
+from condensate.testing.threads import ThreadBuilder
 from tests.profiles import shaped
 
 WINDOW = 200_000  # api: ceiling 80,000, line 71,808

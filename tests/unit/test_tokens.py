@@ -9,10 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from condensate import tokens
-from condensate.events import AssistantMessage, ModelUsage, ToolCall, ToolResult, UserMessage
-from condensate.testing.threads import EPOCH
-from condensate.tokens import (
+from condensate.core import tokens
+from condensate.core.tokens import (
     BUNDLED_ENCODING,
     CL100K_PATTERN,
     MESSAGE_OVERHEAD,
@@ -21,6 +19,8 @@ from condensate.tokens import (
     count_event,
     counter_for,
 )
+from condensate.events import AssistantMessage, ModelUsage, ToolCall, ToolResult, UserMessage
+from condensate.testing.threads import EPOCH
 
 
 def test_unknown_models_count_with_the_bundled_encoding():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from condensate.ceilings import CeilingSettings
-from condensate.planner import PlannerSettings
-from condensate.tuning import TuningError, tuned
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.planner import PlannerSettings
+from condensate.core.tuning import TuningError, tuned
 
 
 def test_each_kind_of_setting_is_read_as_its_type() -> None:

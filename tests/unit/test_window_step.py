@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from condensate import window_step
+from condensate.core import window_step
+from condensate.core.messages import Text
+from condensate.core.meter import ContextUsage
+from condensate.core.planner import Ask, Cut, PlannerSettings
+from condensate.core.projector import SLIDE_NOTICE, Projection
+from condensate.core.prompt import to_messages
 from condensate.events import Window
-from condensate.meter import ContextUsage
-from condensate.planner import Ask, Cut, PlannerSettings
-from condensate.projector import SLIDE_NOTICE, Projection
-from condensate.prompt import to_messages
-from condensate.providers.types import Text
 from condensate.testing.threads import ThreadBuilder
 from tests.unit.test_planner import usage
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from condensate.tokens import counter_for
+from condensate.core.tokens import counter_for
 
 DEFAULT_WINDOW = 200_000
 _COUNT_CACHE_LIMIT = 50_000

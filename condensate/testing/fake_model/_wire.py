@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias
 
 from aiohttp import web
 
+from condensate.core.tokens import counter_for
 from condensate.testing.fake_model._errors import BadRequest
 from condensate.testing.fake_model._script import Call, Html, Plan, Raw, Text, ToolCalls
 from condensate.testing.fake_model._state import (
@@ -24,7 +25,6 @@ from condensate.testing.fake_model._state import (
     RecordedRequest,
     Turn,
 )
-from condensate.tokens import counter_for
 
 STATE = web.AppKey("fake_model_state", FakeState)
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from condensate.context_tools import CONDENSE, MAX_MESSAGE_UNITS, MESSAGE
+from condensate.core.context_tools import CONDENSE, MAX_MESSAGE_UNITS, MESSAGE
 from condensate.events import Event, ResetCommitted, ResetRequested, ToolCall, ToolResult
 
 TOOL = CONDENSE

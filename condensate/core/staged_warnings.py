@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from condensate.core.meter import ContextUsage
+from condensate.core.projector import Projection
 from condensate.events import ResetPolicy, ResetWarned
-from condensate.meter import ContextUsage
-from condensate.projector import Projection
 
 WARNING = (
     "[Condensate] Your context is at {percent}% of its {budget:,}-token budget ({used:,} "

@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from condensate.core.projector import Entry, Projection
+from condensate.core.receipts import argument_of, bare_tool, files_named, named_by
 from condensate.events import AssistantMessage, ToolResult
-from condensate.projector import Entry, Projection
-from condensate.receipts import argument_of, bare_tool, files_named, named_by
 
 RECENT_CALLS = 12
 """The model calls whose names count as the agent's current work (README, Decisions)."""

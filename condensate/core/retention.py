@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from condensate.core.messages import Message, ToolOutput, ToolUse
+from condensate.core.projector import Projection
+from condensate.core.receipts import bare_tool, files_named
+from condensate.core.render import render_window
 from condensate.events import Stored, ToolCall, ToolResult, UserMessage
-from condensate.projector import Projection
-from condensate.providers.types import Message, ToolOutput, ToolUse
-from condensate.receipts import bare_tool, files_named
-from condensate.render import render_window
 
 FILE_TOOLS = {
     "read": "read",

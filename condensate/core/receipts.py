@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from condensate.core.shell_reads import reads_only
 from condensate.events import ToolCategory, ToolResult
-from condensate.shell_reads import reads_only
 
 Category = ToolCategory
 

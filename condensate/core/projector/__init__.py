@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from condensate import clamps, paging, receipts, reset
+from condensate.core import clamps, paging, receipts, reset
+from condensate.core.tokens import estimate
 from condensate.events import (
     ApprovalAnswered,
     ApprovalRequested,
@@ -45,7 +46,6 @@ from condensate.events import (
     Window,
     decode,
 )
-from condensate.tokens import estimate
 
 Role = Literal["user", "assistant", "tool", "summary", "notice"]
 

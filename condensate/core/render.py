@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from condensate import reset
+from condensate.core import reset
+from condensate.core.projector import Entry, Projection, drop_notice
 from condensate.events import (
     AssistantMessage,
     EmergencyReset,
@@ -19,7 +20,6 @@ from condensate.events import (
     UserMessage,
     Window,
 )
-from condensate.projector import Entry, Projection, drop_notice
 
 OPEN = "<condensate_window>"
 CLOSE = "</condensate_window>"

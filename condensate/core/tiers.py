@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from condensate.clamps import DEFAULT_TOKENS as DEFAULT_CLAMP_TOKENS
+from condensate.core.clamps import DEFAULT_TOKENS as DEFAULT_CLAMP_TOKENS
+from condensate.core.receipts import Category, bare_tool, receipt
+from condensate.core.tokens import estimate
 from condensate.events import CheapTier, ToolResult, UserMessage, Window
-from condensate.receipts import Category, bare_tool, receipt
-from condensate.tokens import estimate
 
 if TYPE_CHECKING:
-    from condensate.projector import Entry, Projection
+    from condensate.core.projector import Entry, Projection
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from condensate import ceilings
-from condensate.ceilings import CeilingSettings
-from condensate.projector import Projection
+from condensate.core import ceilings
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.projector import Projection
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from condensate.ceilings import CeilingSettings
-from condensate.planner import PlannerSettings
-from condensate.receipts import bare_tool
-from condensate.tiers import TierSettings
+from condensate.core.ceilings import CeilingSettings
+from condensate.core.planner import PlannerSettings
+from condensate.core.receipts import bare_tool
+from condensate.core.tiers import TierSettings
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "early_tier": ("microcompact", "collapse"),

@@ -16,11 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from condensate.core.projector import Entry, Projection
+from condensate.core.receipts import files_named, named_by
+from condensate.core.retention import call_files, file_tool, files_of
+from condensate.core.tiers import VERBATIM_FAILURES_CHARS, VERBATIM_HEADING, verbatim_error
 from condensate.events import AssistantMessage, ProbeReport, ToolResult, UserMessage, Window
-from condensate.projector import Entry, Projection
-from condensate.receipts import files_named, named_by
-from condensate.retention import call_files, file_tool, files_of
-from condensate.tiers import VERBATIM_FAILURES_CHARS, VERBATIM_HEADING, verbatim_error
 
 ProbeKind = Literal["human", "error", "file", "open"]
 KINDS: tuple[ProbeKind, ...] = ("human", "error", "file", "open")

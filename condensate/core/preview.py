@@ -17,18 +17,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from condensate import api, cache_rules, tiers
-from condensate.cache_rules import Cache, Part
-from condensate.curator import SYSTEM_PROMPT, replaced_entries, summary_prompt
+from condensate.core import cache_rules, tiers
+from condensate.core.cache_rules import Cache, Part
+from condensate.core.meter import ContextUsage
+from condensate.core.planner import PlannerSettings, Stop, summary_plan
+from condensate.core.prices import Price
+from condensate.core.probes import probes_for
+from condensate.core.projector import Entry, Projection
+from condensate.core.receipts import receipt
+from condensate.core.refetch import Refetch, fetch_again
+from condensate.core.summary import SYSTEM_PROMPT, replaced_entries, summary_prompt
+from condensate.core.tokens import estimate
 from condensate.events import AssistantMessage, EmergencyReset, ResetCommitted, ToolResult
-from condensate.meter import ContextUsage
-from condensate.planner import PlannerSettings, Stop, summary_plan
-from condensate.prices import Price
-from condensate.probes import probes_for
-from condensate.projector import Entry, Projection
-from condensate.receipts import receipt
-from condensate.refetch import Refetch, fetch_again
-from condensate.tokens import estimate
 
 SHOWN_REFETCHES = 5
 
@@ -124,42 +124,6 @@ class TierCost:
         spent = self.rewrite_usd + curator
         return math.ceil(spent / self.saved_per_call_usd)
 
-    def as_answer(self) -> api.TierCost:
-        """The cost as ``GET /threads/:id/compact`` shows it (a summary's with its curator
-        call)."""
-        fields = {
-            "freed": self.freed,
-            "invalidated_tokens": self.invalidated,
-            "rewritten_tokens": self.rewritten,
-            "rewrite_usd": self.rewrite_usd,
-            "saved_per_call_usd": self.saved_per_call_usd,
-            "break_even_calls": self.break_even_calls,
-            "thinking_dropped": api.ThinkingDropped(
-                blocks=self.thinking.blocks, tokens=self.thinking.tokens
-            ),
-            "cache_rule": self.rewrite.rule,
-            "read_tokens": self.rewrite.read,
-            "first_change_seq": self.rewrite.first_change,
-            "rewrite_from_seq": self.rewrite.start,
-            "fetch_again": api.FetchAgain(
-                results=len(self.refetch),
-                tokens=sum(r.tokens for r in self.refetch),
-                items=[
-                    api.Refetched(seq=r.seq, tool=r.tool, target=r.target, named_by=r.named_by)
-                    for r in self.refetch[:SHOWN_REFETCHES]
-                ],
-            ),
-        }
-        if self.curator is None:
-            return api.TierCost(**fields)
-        curator = api.CuratorCall(
-            model=self.curator.model,
-            input_tokens=self.curator.input,
-            output_tokens=self.curator.output,
-            usd=self.curator.usd,
-        )
-        return api.SummaryCost(**fields, curator=curator)
-
 
 @dataclass(frozen=True)
 class Preview:
@@ -174,28 +138,6 @@ class Preview:
     model: str = ""
     unpriced: tuple[str, ...] = ()
     """The models without a price (the thread's, the curator's)."""
-
-    def as_answer(self) -> api.Preview:
-        """What ``GET /threads/:id/compact`` shows of it."""
-        summary_cost = None if self.summary is None else self.summary.as_answer()
-        assert summary_cost is None or isinstance(summary_cost, api.SummaryCost)
-        return api.Preview(
-            microcompact=api.MicrocompactPreview(
-                freed=self.microcompact.freed,
-                receipts=list(self.microcompact_receipts),
-                cost=self.microcompact.as_answer(),
-            ),
-            collapse=api.CollapsePreview(freed=self.collapse.freed, cost=self.collapse.as_answer()),
-            summary=api.SummaryPreview(
-                possible=self.summary_possible,
-                keep_from=self.summary_keep_from,
-                removed_by_kind=self.summary_removed,
-                freed=None if self.summary is None else self.summary.freed,
-                cost=summary_cost,
-            ),
-            model=self.model,
-            unpriced=list(self.unpriced),
-        )
 
 
 def _kind(entry: Entry) -> str:

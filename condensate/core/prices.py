@@ -21,7 +21,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from condensate.tokens import bare_model
+from condensate.core.tokens import bare_model
 
 
 class LongContext(BaseModel):

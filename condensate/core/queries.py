@@ -4,9 +4,8 @@ Pure: no I/O."""
 
 from __future__ import annotations
 
-from condensate.engine import ThreadSpec
-from condensate.events import AssistantMessage, ThreadCreated, UserMessage
-from condensate.projector import Projection
+from condensate.core.projector import Projection
+from condensate.events import AssistantMessage, UserMessage
 
 
 def unanswered_input(view: Projection) -> bool:
@@ -66,29 +65,3 @@ def last_text(view: Projection) -> str:
         if isinstance(entry.event, AssistantMessage) and entry.event.text:
             return entry.event.text
     return ""
-
-
-def spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
-    """A thread's spec as its log records it, for rebuilding it after a restart."""
-    brief = next(
-        (
-            e.event.text
-            for e in view.entries
-            if e.seq == view.brief_seq and isinstance(e.event, UserMessage)
-        ),
-        "",
-    )
-    return ThreadSpec(
-        engine=created.engine,
-        model=created.model,
-        cwd=created.cwd,
-        brief=brief,
-        persona=created.persona,
-        tools=created.tools,
-        permissions=created.permissions,
-        head=created.head,
-        parent=created.parent,
-        reset=created.reset,
-        output_cap=created.output_cap,
-        near_limit_warnings=created.near_limit_warnings,
-    )

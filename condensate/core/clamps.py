@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from condensate.paging import READ_TOOL
+from condensate.core.paging import READ_TOOL
 
 CHARS_PER_TOKEN = 4
 DEFAULT_TOKENS = 16_000

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
-from condensate import tiers
+from condensate.core import tiers
+from condensate.core.meter import ContextUsage
+from condensate.core.projector import CANNOT_HELP_CODE, PAUSE_CODE, Projection
+from condensate.core.tiers import TierSettings
 from condensate.events import (
     Author,
     CheapTier,
@@ -25,9 +28,6 @@ from condensate.events import (
     WindowKind,
     WindowTrigger,
 )
-from condensate.meter import ContextUsage
-from condensate.projector import CANNOT_HELP_CODE, PAUSE_CODE, Projection
-from condensate.tiers import TierSettings
 
 CHEAP_SHARE = 0.10
 """A cheap tier must free at least this share of the context to be worth its cache miss."""

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from condensate import reset
+from condensate.core import reset
+from condensate.core.messages import Block, Message, Text, Thinking, ToolOutput, ToolUse
+from condensate.core.projector import Entry, Projection, drop_notice
 from condensate.events import (
     AssistantMessage,
     EmergencyReset,
@@ -21,8 +23,6 @@ from condensate.events import (
     UserMessage,
     Window,
 )
-from condensate.projector import Entry, Projection, drop_notice
-from condensate.providers.types import Block, Message, Text, Thinking, ToolOutput, ToolUse
 
 SUMMARY_OPEN = "<summary>"
 SUMMARY_CLOSE = "</summary>"

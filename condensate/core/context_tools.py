@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from condensate import paging
+from condensate.core import paging
 
 COMPACT_CONTEXT = "compact_context"
 COMPACT_MICROCOMPACT = "compact_microcompact"

@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-from condensate import planner as planning
+from condensate.core import planner as planning
+from condensate.core.meter import ContextUsage
+from condensate.core.planner import Ask, Cut, HoldBack, PlannerSettings, Proceed, Stop
+from condensate.core.projector import Projection
 from condensate.events import Window
-from condensate.meter import ContextUsage
-from condensate.planner import Ask, Cut, HoldBack, PlannerSettings, Proceed, Stop
-from condensate.projector import Projection
 
 MAX_CUTS = 3
 """Cuts one step takes at most: a cheap tier that frees too little is followed by the next."""
