@@ -113,8 +113,9 @@ WINDOWS: dict[Engine, int] = {"claude": 1_000_000, "codex": 1_050_000}
 only near its model's window (967k for Opus 5.5); Codex alone compacts at 90 % of its catalog's
 window for gpt-6.2-sol (500,000, used at 95 %). ``--window`` sets another."""
 RECOMMENDED_CEILING: dict[Engine, int] = {"claude": 60_000, "codex": 60_000}
-"""The ceiling the README recommends for long tasks (``CONDENSATE_WINDOW_CEILING_CLAUDE`` /
-``CONDENSATE_WINDOW_CEILING_PI``): the cheapest of the values tried (``--ceiling``) at which
+"""The lower ceiling of the third arm (``--ceiling``; docs/performance.md, "The CLIs over a
+scripted task"), set by ``CONDENSATE_WINDOW_CEILING_CLAUDE`` /
+``CONDENSATE_WINDOW_CEILING_PI``: the cheapest of the values tried (``--ceiling``) at which
 every turn of this task completed with no request over the ceiling. Claude Code, weighted
 input: 60k 1.51M, 70k 1.55M (with a CLI summary keeping 10 % of the line; with 25 %: 60k
 1.72M, 70k 1.69M, 80k 1.79M, 90k 1.80M, 110k 2.13M); Codex: 60k 1.22M. (Before two fixes

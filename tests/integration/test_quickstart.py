@@ -1,19 +1,15 @@
-"""The README's quickstart, run as written: each command of its marked blocks in bash from the
+"""The quickstart page, run as written: each command of its marked blocks in bash from the
 repository root, a server started with ``&`` (or ``condensate serve``, which a person leaves
 running in its own terminal) in the background until it answers. The test's environment only
 gives the state and configuration directories and free ports; the key path's provider is the
-fake server, which accepts nothing but the key the README writes."""
+fake server, which accepts nothing but the key the page writes."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import shlex
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,116 +17,21 @@ import pytest
 
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import REPO
+from tests.integration.docs_shell import DOCS, Shell, commands, environment
+from tests.integration.docs_shell import block as marked_block
 
-README = (REPO / "README.md").read_text()
+QUICKSTART = (DOCS / "quickstart.md").read_text()
 FAKE_PORT = "18080"
 
 
 def block(name: str) -> str:
-    """The bash block after ``<!-- quickstart:NAME -->``."""
-    found = re.search(rf"<!-- quickstart:{name} -->\n```bash\n(.*?)```", README, re.S)
-    assert found is not None, f"README has no quickstart:{name} block"
-    return found[1]
-
-
-def commands(text: str) -> list[str]:
-    """The block's commands: a line continued by a backslash or an open quote goes on."""
-    found: list[str] = []
-    current = ""
-    for line in text.splitlines():
-        current = f"{current}\n{line}" if current else line
-        if line.endswith("\\"):
-            continue
-        try:
-            shlex.split(current, comments=True)
-        except ValueError:
-            continue  # a quote still open
-        if current.strip():
-            found.append(current)
-        current = ""
-    assert not current, f"unfinished command: {current!r}"
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-class Shell:
-    """Commands run one after another as a person types them, in one environment."""
-
-    def __init__(self, env: dict[str, str], home: Path) -> None:
-        self.env = env
-        self.home = home
-        self.background: list[subprocess.Popen[bytes]] = []
-
-    def run(self, command: str) -> subprocess.CompletedProcess[str]:
-        stripped = command.split(" #", 1)[0].rstrip() if "'" not in command else command
-        if stripped.endswith("&") or " serve" in stripped.split("\n")[-1]:
-            self.start(stripped.rstrip("&").rstrip())
-            return subprocess.CompletedProcess(command, 0, "", "")
-        return subprocess.run(
-            ["bash", "-c", command],
-            cwd=REPO,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-
-    def start(self, command: str) -> None:
-        """A server in the background, until it answers."""
-        with (self.home / f"background-{len(self.background)}.log").open("wb") as log:
-            process = subprocess.Popen(  # the child keeps its own copy of the log
-                ["bash", "-c", command],
-                cwd=REPO,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.background.append(process)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert process.poll() is None, (self.home / "background-0.log").read_text()
-            if "fake_model" in command and listening(int(self.env["TEST_FAKE_PORT"])):
-                return
-            if " serve" in command and (self.home / "state" / "daemon.json").exists():
-                return
-            time.sleep(0.05)
-        msg = f"{command!r} did not come up"
-        raise AssertionError(msg)
-
-    def stop(self) -> None:
-        for process in self.background:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
+    """The quickstart page's bash block after ``<!-- quickstart:NAME -->``."""
+    return marked_block(QUICKSTART, f"quickstart:{name}")
 
 
 @pytest.fixture
 def shell(tmp_path: Path) -> Iterator[Shell]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_")}
-    env |= {
-        "CONDENSATE_HOME": str(tmp_path / "state"),
-        "CONDENSATE_PORT": str(free_port()),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "TEST_FAKE_PORT": str(free_port()),
-        "BROWSER": "true",  # ui --open opens nothing here
-    }
-    runner = Shell(env, tmp_path)
+    runner = Shell(environment(tmp_path), tmp_path)
     try:
         yield runner
     finally:
@@ -170,7 +71,7 @@ def test_the_no_api_path_runs_a_thread_that_uses_a_tool(shell: Shell):
 
 async def test_the_key_path_works_on_the_first_try(shell: Shell, tmp_path: Path):
     """The key written with ``config set`` reaches the daemon, which then answers the run;
-    ``status`` shows the thread. The provider here is the fake, keyed with the README's key."""
+    ``status`` shows the thread. The provider here is the fake, keyed with the page's key."""
     key = re.search(r"config set CONDENSATE_ANTHROPIC_API_KEY (\S+)", block("key"))
     assert key is not None
     async with FakeModelServer(api_key=key[1]) as fake:

@@ -1,6 +1,6 @@
-"""The systemd user unit: it verifies with systemd-analyze and runs what the README says; and
-``condensate serve`` exits with the status the unit reads: 78 (not restarted) for a setting
-that cannot work, 75 (restarted) for a port another process holds."""
+"""The systemd user unit: it verifies with systemd-analyze and runs what the docs' service
+page says; and ``condensate serve`` exits with the status the unit reads: 78 (not restarted)
+for a setting that cannot work, 75 (restarted) for a port another process holds."""
 
 from __future__ import annotations
 
