@@ -22,7 +22,7 @@ from condensate.core.receipts import argument_of, bare_tool, files_named, named_
 from condensate.events import AssistantMessage, ToolResult
 
 RECENT_CALLS = 12
-"""The model calls whose names count as the agent's current work (README, Decisions)."""
+"""The model calls whose names count as the agent's current work (docs/decisions.md)."""
 
 _CITED = re.compile(r"\bseq\s*[=:#]?\s*(\d+)", re.IGNORECASE)
 

@@ -31,7 +31,7 @@ class TierSettings:
     recent results). 3, chosen on ``benchmarks/reactive_task.py --sweep``: the cheapest count
     at which its agent fetches again no more than its baselines (the CLI alone, the cheapest
     peer) on the native loop, Claude Code and Codex; 12 has it fetch nothing, at 11 % more on
-    the native loop (README, "An agent that needs what it saw")."""
+    the native loop (docs/performance.md, "An agent that needs what it saw")."""
     exclude_tools: frozenset[str] = frozenset()
     """Tools whose results cheap tiers never clear, by bare lower-case name
     (``CONDENSATE_WINDOW_EXCLUDE_TOOLS``)."""
