@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from adapters._asks import AskTeller
-from condensate import emergency
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
@@ -33,6 +32,7 @@ from condensate.engine import (
     TurnOutcome,
 )
 from condensate.events import ModelRefused, SystemLine, TurnOutcomeKind
+from condensate.runtime import emergency
 
 MAX_SESSIONS_PER_TURN = 12
 REFUSED_AGAIN = "the provider refused the prompt again after a forced window"

@@ -463,3 +463,13 @@ class AsyncDaemonClient:
         self, thread_id: str, name: str, arguments: Mapping[str, Any] | None = None
     ) -> api.ToolAnswer:
         return await self.send_request(Requests.tool(thread_id, name, arguments))
+
+
+def status_page_url(base: str, token: str) -> str:
+    """The status page's address on the daemon at ``base``, with the token in its fragment; a daemon
+    bound to every address is reached on loopback (a browser cannot ask for 0.0.0.0)."""
+    parts = urllib.parse.urlsplit(base.rstrip("/"))
+    if parts.hostname in ("0.0.0.0", "::"):  # noqa: S104 - compared, not bound
+        loopback = "127.0.0.1" if parts.hostname == "0.0.0.0" else "[::1]"  # noqa: S104
+        parts = parts._replace(netloc=f"{loopback}:{parts.port}")
+    return f"{urllib.parse.urlunsplit(parts)}/ui#token={token}"

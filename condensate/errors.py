@@ -8,7 +8,7 @@ CondensateError
 │   ├── UnknownEventVersion   a stored event this version cannot read
 │   ├── EventNotFound
 │   └── ThreadOwnedElsewhere  another daemon of the fleet holds the thread's lease
-├── Refused                a request the runtime turns down (.code, .status for HTTP)
+├── Refused                a request the runtime turns down (.code; its status is the edge's)
 └── ProviderError          a model API call failed; ``retryable`` says if trying again may help
     ├── ContextWindowExceeded  the provider refused the prompt as too long (.tokens, .limit)
     ├── AuthenticationFailed   401/403: a missing or wrong key
@@ -81,12 +81,12 @@ class ThreadOwnedElsewhere(EventLogError):
 
 class Refused(CondensateError):
     """A request the runtime turns down: an unknown thread, nothing pending, a thread another
-    daemon owns. ``code`` and ``status`` become the HTTP error."""
+    daemon owns. ``code`` names it; the HTTP edge alone knows the status a code answers
+    (``condensate.http.middleware.STATUS``)."""
 
-    def __init__(self, *, code: str, detail: str, status: int = 400) -> None:
+    def __init__(self, *, code: str, detail: str) -> None:
         super().__init__(detail)
         self.code = code
-        self.status = status
 
 
 class ProviderError(CondensateError):

@@ -11,7 +11,7 @@
   ``--permission-mode dontAsk`` and no prompts: reads inside cwd, no edit, write or shell.
 - ``ask``: Claude Code's own prompting mode (``--permission-mode manual``) with its prompts
   sent to Condensate (``--permission-prompt-tool stdio``): each ``can_use_tool`` request is
-  an approval the operator answers (``condensate.approvals``), denied at its deadline. Reads
+  an approval the operator answers (``condensate.runtime.approvals``), denied at its deadline. Reads
   inside cwd run unasked, as Claude Code decides; writes and commands wait for an answer.
 - Claude Code's own mode names (``acceptEdits``, ``plan``, ...) pass through, unconfined.
 
@@ -23,8 +23,7 @@ not one of Claude Code's tools is refused when the thread is created.
 
 from __future__ import annotations
 
-from condensate import mcp
-from condensate.engine import ThreadSpec
+from condensate.engine import ThreadSpec, mcp
 from condensate.errors import Refused
 
 CLAUDE_MODES = frozenset({"acceptEdits", "bypassPermissions", "plan", "dontAsk", "auto"})
@@ -81,7 +80,6 @@ def check(spec: ThreadSpec) -> None:
             code="unsupported-permissions",
             detail=f"The claude engine cannot enforce permissions {spec.permissions!r}; it "
             f"enforces {known}.",
-            status=422,
         )
     unknown = sorted(set(spec.tools) - TOOLS)
     if unknown:
@@ -89,7 +87,6 @@ def check(spec: ThreadSpec) -> None:
             code="unsupported-tools",
             detail=f"Claude Code has no tool {', '.join(map(repr, unknown))}; its tools are "
             f"{', '.join(sorted(TOOLS))}.",
-            status=422,
         )
 
 

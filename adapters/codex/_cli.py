@@ -15,9 +15,8 @@ from typing import Any
 from pydantic import Field
 
 from adapters import _child, _pinned
-from condensate import mcp
 from condensate.core.context_tools import offered
-from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, own_settings
+from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, mcp, own_settings
 from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model
 
@@ -136,7 +135,6 @@ def check_permissions(permissions: str) -> None:
             code="unsupported-permissions",
             detail=f"The codex engine cannot enforce permissions {permissions!r}; it enforces "
             f"{known}.",
-            status=422,
         )
 
 
@@ -151,7 +149,6 @@ def check(spec: ThreadSpec) -> None:
             detail="The codex engine cannot limit Codex's tools (it keeps its own set: "
             "exec_command, apply_patch, ...); create the thread without 'tools', or "
             "limit what it may touch with 'permissions' (workspace, read-only).",
-            status=422,
         )
 
 

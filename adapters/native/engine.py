@@ -23,7 +23,6 @@ import structlog
 from adapters.native.permissions import allows, needs_approval, permissions_problem
 from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
-from condensate import emergency, tool_answers
 from condensate.core import near_limits, paging, reset
 from condensate.core.context_tools import COMPACTION_TOOLS, CONTEXT_TOOLS
 from condensate.core.messages import Message, Request, ToolSpec
@@ -47,6 +46,7 @@ from condensate.events import (
     Window,
 )
 from condensate.providers import parse_model
+from condensate.runtime import emergency, tool_answers
 
 log = structlog.get_logger()
 
@@ -130,7 +130,7 @@ class NativeEngine:
 
     def __init__(self, spec: ThreadSpec, env: EngineEnv | None = None) -> None:
         if problem := permissions_problem(spec.permissions):
-            raise Refused(code="unsupported-permissions", detail=problem, status=422)
+            raise Refused(code="unsupported-permissions", detail=problem)
         self.spec = spec
         self.tools = tool_specs(spec)
         self.wanted = named_tools(spec)

@@ -10,6 +10,8 @@ from condensate.events import AskMode
 
 INT64_MAX = 2**63 - 1
 """Integers in a body must fit SQLite's 64 bits; larger ones are refused before validation."""
+BODY_TIMEOUT = 10.0
+"""Seconds a request may take to send its whole body (the API's routes and the gateway's)."""
 
 
 class _Body(BaseModel):

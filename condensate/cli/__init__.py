@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import get_args
 
-from condensate import __version__, engines
+from condensate import __version__
 from condensate.cli import completion
 from condensate.cli.local import (
     cmd_archive,
@@ -39,6 +39,7 @@ from condensate.cli.remote import (
     cmd_threads,
     cmd_ui,
 )
+from condensate.engine import registry as engines
 from condensate.errors import CondensateError, ConfigError, TemporaryFailure
 from condensate.events import AskMode
 from condensate.logs import configure_logging

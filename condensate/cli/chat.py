@@ -32,8 +32,8 @@ import anyio
 
 from condensate.cli.output import Style, compaction_lines, cost_text, turn_event
 from condensate.client import DaemonClient, DaemonError
-from condensate.live import DELTA
 from condensate.providers.sse import SSEParser
+from condensate.runtime.live import DELTA
 
 HELP = (
     "/stop ends the running turn, /status shows the thread, /compact previews a compaction, "

@@ -11,7 +11,6 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from condensate import ui
 from condensate.cli.chat import chat
 from condensate.cli.output import (
     Style,
@@ -24,7 +23,7 @@ from condensate.cli.output import (
     turn_event,
     usage_bar,
 )
-from condensate.client import DaemonClient
+from condensate.client import DaemonClient, status_page_url
 from condensate.settings import Settings
 
 
@@ -148,7 +147,7 @@ def cmd_ui(settings: Settings, args: argparse.Namespace) -> int:
     ``--open`` opens it in a browser."""
     client = DaemonClient.find(settings)
     client.call("GET", "/health")  # a daemon that is not up says so here, not in the browser
-    url = ui.url(client.url, client.token)
+    url = status_page_url(client.url, client.token)
     emit(args, {"url": url}, url)
     if args.open:
         webbrowser.open(url)

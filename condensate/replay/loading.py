@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from condensate.archive import ARCHIVE_DIR, open_archive
 from condensate.errors import CondensateError, EventLogError
+from condensate.eventlog.archive import ARCHIVE_DIR, open_archive
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import (
     EVENT_TYPES,
     decode,
@@ -21,7 +22,6 @@ from condensate.replay.recording import (
     from_events,
 )
 from condensate.replay.transcripts import formats
-from condensate.store import EventLog
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 

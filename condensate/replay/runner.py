@@ -23,7 +23,6 @@ from condensate.core.retention import CallRecord, check, pair_problems
 from condensate.core.summary import CuratorSettings, Miss, carry_out, replaced_entries
 from condensate.core.tokens import Counter as TokenCounter
 from condensate.core.tokens import bare_model, count_event, counter_for
-from condensate.curator import Curator
 from condensate.errors import CondensateError, ContextWindowExceeded
 from condensate.events import (
     AssistantMessage,
@@ -43,6 +42,7 @@ from condensate.replay.policies import Policy, make_policy
 from condensate.replay.recording import EPOCH, Recording
 from condensate.replay.report import PolicyResult, Report, windows_by_call
 from condensate.replay.stand_in import FAKE_CURATOR, FAKE_CURATOR_MODEL, stand_in_summary
+from condensate.runtime.curator import Curator
 from condensate.testing.fake_model import FakeModelServer
 
 MAX_ATTEMPTS = 3

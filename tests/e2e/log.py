@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 from tests.integration.daemon import DaemonProcess, wait_for
 
 Events = list[dict[str, Any]]

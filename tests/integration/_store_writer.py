@@ -11,8 +11,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import UserMessage
-from condensate.store import EventLog
 
 THREAD = "crash"
 AT = datetime(2025, 1, 1, tzinfo=UTC)

@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from condensate.core import context_tools, reset
+from condensate.eventlog.sqlite import SqliteStore
 from condensate.events import (
     AssistantMessage,
     Event,
@@ -31,7 +32,6 @@ from condensate.events import (
     UserMessage,
     now_utc,
 )
-from condensate.sqlite_store import SqliteStore
 from condensate.testing.fake_model import (
     Call,
     Fail,

@@ -16,10 +16,10 @@ from condensate.core.planner import Cut
 from condensate.core.probes import probes_for
 from condensate.core.summary import CuratorSettings, Miss, Summary, carry_out, replaced_entries
 from condensate.core.tiers import VERBATIM_HEADING
-from condensate.curator import Curator
 from condensate.events import ThinkingBlock
 from condensate.providers import Endpoint, ModelClient, ProviderSettings, make_client
 from condensate.providers._http import RetryPolicy
+from condensate.runtime.curator import Curator
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Text
 from condensate.testing.threads import ThreadBuilder
 from tests.unit.test_planner import decide

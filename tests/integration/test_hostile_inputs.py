@@ -17,9 +17,9 @@ import structlog
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from condensate.api.bodies import BODY_TIMEOUT
 from condensate.client import DaemonClient
-from condensate.edge import BODY_TIMEOUT
-from condensate.server import errors_middleware
+from condensate.http.middleware import errors_middleware
 from tests.integration.daemon import DaemonProcess
 
 MODEL = "anthropic:claude-sonnet-4-5"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import (
     AssistantMessage,
     Event,
@@ -22,7 +23,6 @@ from condensate.events import (
     now_utc,
 )
 from condensate.runtime import Runtime
-from condensate.store import EventLog
 from condensate.testing.fake_model import FakeModelServer, Text
 from tests.integration.harness import runtime_on
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.tasks import long_task
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import AssistantMessage, ThreadCreated, ToolResult, UserMessage
 from condensate.replay import ReplayConfig, load, replay, text_report, write_events
-from condensate.store import EventLog
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY_KEYS = {

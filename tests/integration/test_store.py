@@ -22,9 +22,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from condensate import store
 from condensate.core.tokens import MESSAGE_OVERHEAD, count_event, counter_for
 from condensate.errors import EventLogError, EventNotFound, UnknownEventVersion
+from condensate.eventlog import sqlite_sync as store
+from condensate.eventlog.sqlite_sync import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    REPLAY_CHUNK,
+    EventLog,
+    Snapshot,
+    TailPage,
+)
 from condensate.events import (
     Event,
     ModelUsage,
@@ -35,14 +43,6 @@ from condensate.events import (
     TurnStarted,
     UserMessage,
     encode,
-)
-from condensate.store import (
-    DEFAULT_LIMIT,
-    MAX_LIMIT,
-    REPLAY_CHUNK,
-    EventLog,
-    Snapshot,
-    TailPage,
 )
 
 AT = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)

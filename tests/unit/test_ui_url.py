@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from condensate import ui
+from condensate.client import status_page_url
 
 
 @pytest.mark.parametrize(
@@ -20,4 +20,4 @@ from condensate import ui
 )
 def test_the_pages_address_carries_the_token_in_its_fragment(daemon: str, page: str) -> None:
     """The page's address is the daemon's, on loopback for a wildcard bind, token after #."""
-    assert ui.url(daemon, "tok") == page
+    assert status_page_url(daemon, "tok") == page

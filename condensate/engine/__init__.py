@@ -2,7 +2,7 @@
 
 An engine is a package that declares an ``EngineInfo`` (its name, its ceiling share and cap,
 whether its heads are asked or cut, where it checkpoints, its settings, how to make one) and
-registers it under the ``condensate.engines`` entry-point group; ``condensate.engines`` finds
+registers it under the ``condensate.engines`` entry-point group; ``registry`` finds
 what is installed. The core knows engines only through what they declare.
 
 An engine runs one turn of a thread at a time through a ``TurnContext``: it reads the view,

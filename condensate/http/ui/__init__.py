@@ -8,7 +8,6 @@ script, no other origin, no framing.
 
 from __future__ import annotations
 
-import urllib.parse
 from functools import cache
 from importlib import resources
 
@@ -52,13 +51,3 @@ def add_routes(app: web.Application) -> None:
     """The page's routes; they are no part of the API (nor of its OpenAPI document)."""
     for path in FILES:
         app.router.add_get(path, serve, allow_head=False)
-
-
-def url(base: str, token: str) -> str:
-    """The page's address on the daemon at ``base``, with the token in its fragment; a daemon
-    bound to every address is reached on loopback (a browser cannot ask for 0.0.0.0)."""
-    parts = urllib.parse.urlsplit(base.rstrip("/"))
-    if parts.hostname in ("0.0.0.0", "::"):  # noqa: S104 - compared, not bound
-        loopback = "127.0.0.1" if parts.hostname == "0.0.0.0" else "[::1]"  # noqa: S104
-        parts = parts._replace(netloc=f"{loopback}:{parts.port}")
-    return f"{urllib.parse.urlunsplit(parts)}/ui#token={token}"

@@ -21,8 +21,8 @@ from condensate.eventlog import (
     ThreadRows,
     check_batch,
 )
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import Event, Stored
-from condensate.store import EventLog
 
 
 class SqliteStore:

@@ -5,8 +5,15 @@ thread's in-memory projection, so the view in memory is always the log's view. B
 (turns, ask deadlines) runs in the runtime's task group, each task guarded: an exception in
 one thread's work is logged and ends that work only, never another thread or the daemon.
 A turn runs in a cancel scope of its own, which ``interrupt`` uses. Asks and queued
-compactions are in ``condensate.asks``; rebuilding threads after a restart in
-``condensate.recovery``.
+compactions are in ``condensate.runtime.asks``; rebuilding threads after a restart in
+``condensate.runtime.recovery``.
+
+The layer: ``thread`` and ``turn_context`` (what an engine's turn sees of the runtime),
+``asks``, ``approvals``, ``admission`` (what the runtime decides for a request the gateway
+holds), ``tool_answers``, ``emergency``, ``curator`` (the summary's calls), ``archiving``,
+``recovery`` and ``fleet``; ``live``, ``metrics`` and ``webhook`` subscribe to its appends.
+The rule it keeps: it runs the core and the event log and speaks to engines only through
+``condensate.engine``; it never imports the HTTP edge or an engine's package.
 """
 
 from __future__ import annotations
@@ -21,8 +28,6 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from condensate import admission, approvals, asks, engines
-from condensate.admission import Admission
 from condensate.core import prices, window_step
 from condensate.core.meter import ContextUsage, ModelWindow, measure
 from condensate.core.planner import Ask, Cut
@@ -30,7 +35,6 @@ from condensate.core.projector import Projection
 from condensate.core.queries import last_text, open_calls, unanswered_input
 from condensate.core.summary import Miss, Summary, carry_out
 from condensate.core.tokens import bare_model, count_event, counter_for, small_batch
-from condensate.curator import Curator
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
@@ -42,7 +46,8 @@ from condensate.engine import (
     ThreadSpec,
     TurnOutcome,
 )
-from condensate.engines import Profile
+from condensate.engine import registry as engines
+from condensate.engine.registry import Profile
 from condensate.errors import CondensateError, Refused, ThreadOwnedElsewhere
 from condensate.eventlog import EventStore, Owners
 from condensate.events import (
@@ -62,12 +67,15 @@ from condensate.events import (
     now_utc,
 )
 from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
-from condensate.live import Hub
-from condensate.metrics import Metrics
 from condensate.providers import ModelClient
+from condensate.runtime import admission, approvals, asks
+from condensate.runtime.admission import Admission
+from condensate.runtime.curator import Curator
+from condensate.runtime.live import Hub
+from condensate.runtime.metrics import Metrics
+from condensate.runtime.thread import Thread
+from condensate.runtime.turn_context import RuntimeTurn
 from condensate.settings import Settings
-from condensate.thread import Thread
-from condensate.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
 
@@ -141,7 +149,7 @@ class Runtime:
     threads: dict[str, Thread] = field(default_factory=dict)
     live: Hub = field(default_factory=Hub)
     """The live channel: every event appended is published here once it is folded, with
-    each turn's start and end and a thread's leaving (``condensate.live``)."""
+    each turn's start and end and a thread's leaving (``condensate.runtime.live``)."""
     profiles: dict[str, Profile] = field(init=False)
     _tasks: TaskGroup | None = None
 
@@ -374,7 +382,6 @@ class Runtime:
             raise Refused(
                 code="unknown-engine",
                 detail=f"Engine {engine!r} is not one of: {known}.",
-                status=422,
             )
         return self.profiles[engine]
 
@@ -413,9 +420,7 @@ class Runtime:
     def get(self, thread_id: str) -> Thread:
         thread = self.threads.get(thread_id)
         if thread is None:
-            raise Refused(
-                code="unknown-thread", detail=f"There is no thread {thread_id!r}.", status=404
-            )
+            raise Refused(code="unknown-thread", detail=f"There is no thread {thread_id!r}.")
         return thread
 
     def usage(self, thread: Thread) -> ContextUsage:

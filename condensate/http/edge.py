@@ -7,7 +7,7 @@ connection past ``OPEN_CONNECTIONS`` closes the oldest one with no request in pr
 half-open head, an idle keep-alive), or is closed itself when every one is busy; a failing
 ``accept`` is logged once per ``THROTTLE_SECONDS`` and answered by freeing an idle connection.
 Request heads are bounded by aiohttp's keep-alive timer, which runs from the connection's
-start (or its last response) until a whole head has arrived; bodies by ``BODY_TIMEOUT``.
+start (or its last response) until a whole head has arrived; bodies by ``api.bodies.BODY_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ OPEN_CONNECTIONS = 512
 HEAD_TIMEOUT = 20.0
 """Seconds a connection may take to send a whole request head, and may idle between requests
 (above aiohttp's client keep-alive of 15 s, so that an idle client closes first)."""
-BODY_TIMEOUT = 10.0
-"""Seconds a request may take to send its whole body."""
 LINGER = 2.0
 """Seconds spent reading an unread body after a response before the connection closes."""
 THROTTLE_SECONDS = 60.0

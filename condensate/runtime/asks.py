@@ -16,7 +16,7 @@ from condensate.core.prices import price_of
 from condensate.core.tokens import bare_model
 from condensate.errors import Refused
 from condensate.events import AskAnswered, AskMode, AskOpened, CompactionRequested, Stored
-from condensate.thread import Services, Thread
+from condensate.runtime.thread import Services, Thread
 
 
 async def open_ask(runtime: Services, thread: Thread, ask: Ask) -> None:
@@ -107,7 +107,6 @@ async def answer(
     if thread.spec.reset is not None:
         raise Refused(
             code="agent-controlled-condensation",
-            status=409,
             detail=f"Thread {thread.thread_id!r} condenses its own context (agent-reset mode): "
             "ask its agent to save its notes and call its condense tool instead.",
         )
@@ -127,9 +126,7 @@ async def answer(
                 ),
             )
         elif mode == "decline":
-            raise Refused(
-                code="nothing-pending", detail="There is no pending ask to decline.", status=409
-            )
+            raise Refused(code="nothing-pending", detail="There is no pending ask to decline.")
         else:
             (stored,) = await runtime.append(
                 thread,

@@ -1,8 +1,8 @@
-"""The event log's SQLite schema, and how ``store`` prepares a connection it opens.
+"""The event log's SQLite schema, and how ``sqlite_sync`` prepares a connection it opens.
 
 Preparing sets the pragmas (busy timeout, WAL, synchronous, the writer's own checkpoint
 backstop), then creates the tables and the triggers that keep every row append-only, under
-a schema version. Apart from ``store`` so the layout of the file reads in one place.
+a schema version. Apart from ``sqlite_sync`` so the layout of the file reads in one place.
 
 Version 2 added ``archives``: a DELETE is let through only for the rows of a thread whose
 archive is recorded there (and no row past the seq it covers), and an archived thread takes

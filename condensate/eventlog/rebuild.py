@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 from condensate.core.projector import Projection
 from condensate.eventlog import EventStore, Snapshot
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import Stored
-from condensate.store import EventLog
 
 
 def rebuild(log: EventLog, thread_id: str) -> Projection:

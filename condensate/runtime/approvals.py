@@ -20,7 +20,7 @@ from condensate.engine import Verdict
 from condensate.errors import Refused
 from condensate.eventlog import MAX_LIMIT
 from condensate.events import ApprovalAnswered, ApprovalRequested, Stored
-from condensate.thread import Services, Thread
+from condensate.runtime.thread import Services, Thread
 
 DEFAULT_WAIT = timedelta(minutes=5)
 Decision = Literal["allow", "deny"]
@@ -102,7 +102,6 @@ async def answer(
             raise Refused(
                 code="unknown-approval",
                 detail=f"Thread {thread.thread_id} has no pending approval {approval_id!r}.",
-                status=404,
             )
         event = ApprovalAnswered(
             at=runtime.clock(),

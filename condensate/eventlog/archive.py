@@ -23,25 +23,22 @@ import socket
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import structlog
 
-from condensate import api, store_schema
+from condensate import api
 from condensate.core.projector import Projection
 from condensate.core.queries import untaken_input
 from condensate.errors import EventLogError, Refused
-from condensate.eventlog import ArchiveRecord, EventStore, ThreadRows, decode_row, digest
+from condensate.eventlog import ArchiveRecord, EventStore, ThreadRows, decode_row, digest, schema
+from condensate.eventlog.rebuild import rebuilt
+from condensate.eventlog.sqlite import SqliteStore
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import now_utc
-from condensate.rebuild import rebuilt
 from condensate.settings import Settings
-from condensate.sqlite_store import SqliteStore
 from condensate.statedir import DIR_MODE, FILE_MODE
-from condensate.store import EventLog
-
-if TYPE_CHECKING:
-    from condensate.runtime import Runtime
 
 log = structlog.get_logger()
 
@@ -101,7 +98,7 @@ def _copy(rows: ThreadRows, path: Path) -> None:
         connection.execute("PRAGMA journal_mode = DELETE")
         connection.execute("PRAGMA synchronous = FULL")
         connection.execute("BEGIN IMMEDIATE")
-        store_schema.create(connection)
+        schema.create(connection)
         thread = rows.thread_id
         if rows.created_at:
             connection.execute(
@@ -197,7 +194,6 @@ async def thread_rows(store: EventStore, thread_id: str, directory: Path) -> Thr
     if rows is None:
         raise Refused(
             code="unknown-thread",
-            status=404,
             detail=f"There is no thread {thread_id!r} in the log, nor in its archive.",
         )
     return rows
@@ -276,20 +272,16 @@ async def archive_thread(store: EventStore, thread_id: str, directory: Path) -> 
     if record is not None:
         raise Refused(
             code="thread-archived",
-            status=409,
             detail=f"Thread {thread_id!r} is archived already ({record.file}, "
             f"{record.archived_at}).",
         )
     rows = await store.rows(thread_id)
     if rows is None:
-        raise Refused(
-            code="unknown-thread", status=404, detail=f"There is no thread {thread_id!r}."
-        )
+        raise Refused(code="unknown-thread", detail=f"There is no thread {thread_id!r}.")
     why = unfinished(await anyio.to_thread.run_sync(folded, rows), thread_id)
     if why is not None:
         raise Refused(
             code="thread-not-finished",
-            status=409,
             detail=f"Thread {thread_id!r} is not finished: {why}.",
         )
     name = await anyio.to_thread.run_sync(write_file, rows, directory)
@@ -318,44 +310,6 @@ async def _discard(store: EventStore, thread_id: str, path: Path) -> None:
     with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
         if await store.archived(thread_id) is None:
             await anyio.Path(path).unlink(missing_ok=True)
-
-
-async def archive_held(runtime: Runtime, thread_id: str) -> ArchiveRecord:
-    """``POST /threads/:id/archive``: a thread this daemon runs is archived when it is idle
-    (no running turn, not a child its parent still waits on): it leaves the runtime first, so
-    no request finds it, its appends drain, and its engine ends once the archive is recorded.
-    A thread of the log the daemon does not run (its engine missing) is archived as it is."""
-    directory = runtime.settings.home / ARCHIVE_DIR
-    thread = runtime.threads.get(thread_id)
-    if thread is None:
-        return await archive_thread(runtime.log, thread_id, directory)
-    if thread.running:
-        raise Refused(
-            code="thread-running",
-            status=409,
-            detail=f"Thread {thread_id!r} is running a turn; stop it (condensate stop "
-            f"{thread_id}) or let it end, then archive it.",
-        )
-    for parent in runtime.threads.values():
-        if thread_id in parent.projection.unjoined:
-            raise Refused(
-                code="thread-not-finished",
-                status=409,
-                detail=f"Thread {thread_id!r} is a child thread {parent.thread_id!r} has not "
-                "joined yet; archive it after the join.",
-            )
-    del runtime.threads[thread_id]
-    try:
-        async with thread.appending:
-            record = await archive_thread(runtime.log, thread_id, directory)
-    except BaseException:
-        runtime.threads[thread_id] = thread  # nothing was removed: the daemon keeps it
-        raise
-    thread.released = True
-    runtime.live.gone(thread_id)
-    with anyio.CancelScope(shield=True):
-        await thread.engine.close()
-    return record
 
 
 def record_answer(record: ArchiveRecord, directory: Path) -> api.Archived:

@@ -1,6 +1,6 @@
 """The event log's background WAL checkpoints: a thread with its own connection.
 
-Apart from ``store`` because it is a concurrency concern of its own: ``EventLog`` only asks
+Apart from ``sqlite_sync`` because it is a concurrency concern of its own: ``EventLog`` only asks
 for a checkpoint after enough bytes are written, and closes the checkpointer before itself.
 """
 
@@ -11,7 +11,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from condensate.store_schema import BUSY_TIMEOUT_MS
+from condensate.eventlog.schema import BUSY_TIMEOUT_MS
 
 
 class Checkpointer:

@@ -2,8 +2,8 @@
 and snapshots, with two backends behind one contract (``tests/integration/test_eventlog_
 contract.py`` runs it on both):
 
-- ``sqlite_store.SqliteStore``, the embedded default (one file beside the daemon);
-- ``pg_store.PostgresStore``, behind ``CONDENSATE_DATABASE_URL``.
+- ``sqlite.SqliteStore``, the embedded default (one file beside the daemon);
+- ``postgres.PostgresStore``, behind ``CONDENSATE_DATABASE_URL``.
 
 What every backend guarantees: each thread's ``seq`` runs 1, 2, 3, ... with no gap; a batch
 is written in one transaction, its seqs contiguous; rows are never changed (UPDATE and DELETE
@@ -12,7 +12,7 @@ its kind's current one; a first ``tail`` starts after the latest snapshot, a rea
 where it is gets every event after it. The store counts nothing: the caller gives each event's
 tokens (``tokens.count_event``) and the store keeps them beside it.
 
-The one way rows leave the log is archiving (``condensate.archive``): a thread's rows, copied
+The one way rows leave the log is archiving (``archive``): a thread's rows, copied
 byte for byte into a verified archive file, are removed as a whole in the transaction that
 records that archive (``archives``, itself append-only). The database lets a row go only when
 a recorded archive covers it, and refuses any later append to an archived thread.

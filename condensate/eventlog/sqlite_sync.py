@@ -1,7 +1,7 @@
 """The append-only SQLite event log: one file holds every thread's events, snapshots and ids.
 
 This module owns the per-thread ``seq``, each event's stored token count and the encoding of
-rows; ``store_schema`` holds the schema and how a connection is prepared, ``store_wal`` the
+rows; ``schema`` holds the schema and how a connection is prepared, ``wal`` the
 background WAL checkpoints; with ``archive`` (which writes archive files in the same layout)
 they are the only modules that write SQLite. Synchronous: async callers reach it through a
 worker thread, or for a small append through ``append_now``, which never waits for the lock.
@@ -34,9 +34,9 @@ from condensate.eventlog import (
     decode_row,
     page_of,
 )
+from condensate.eventlog.schema import BACKSTOP_PAGES, BUSY_TIMEOUT_MS, SCHEMA_VERSION, prepare
+from condensate.eventlog.wal import Checkpointer
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
-from condensate.store_schema import BACKSTOP_PAGES, BUSY_TIMEOUT_MS, SCHEMA_VERSION, prepare
-from condensate.store_wal import Checkpointer
 
 __all__ = [
     "BACKSTOP_PAGES",
@@ -350,7 +350,7 @@ class EventLog:
         seq, upto, state = rows[0]
         return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
 
-    # -- archiving (``condensate.archive``) ----------------------------------------------------
+    # -- archiving (``archive``) ---------------------------------------------------------------
 
     def rows(self, thread_id: str) -> ThreadRows | None:
         """Every row of the thread as stored, read in one transaction; None when the log has

@@ -11,20 +11,16 @@ Another, outside it, times each API request by its declared route for the metric
 
 from __future__ import annotations
 
-import hmac
 import json
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from pydantic import ValidationError
 
-from condensate import __version__, api, approvals, archive, asks, live_routes, tool_answers, ui
+from condensate import __version__, api
 from condensate.api import (
     INT64_MAX,
     ApprovalAnswer,
@@ -35,139 +31,40 @@ from condensate.api import (
     SendMessage,
     openapi_document,
 )
+from condensate.api.bodies import BODY_TIMEOUT
 from condensate.core import ceilings
 from condensate.core.ceilings import CeilingSettings
 from condensate.core.context_tools import ANSWERED_TOOLS, CONDENSE, CONTEXT_USAGE, PIN
 from condensate.core.projector import Bill, Projection
 from condensate.core.tokens import counter_for
-from condensate.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
-from condensate.errors import CondensateError, ConfigError, Refused
-from condensate.eventlog import DEFAULT_LIMIT, Lease
+from condensate.errors import ConfigError, Refused
+from condensate.eventlog import DEFAULT_LIMIT, Lease, archive
 from condensate.events import ResetPolicy, now_utc
 from condensate.gateway import Gateway
-from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
-from condensate.metrics import TEXT_FORMAT
+from condensate.http import live_routes, ui
+from condensate.http.middleware import (
+    GUARD,
+    MAX_BODY,
+    RUNTIME,
+    Guard,
+    Handler,
+    answer,
+    error,
+    errors_middleware,
+    guard_middleware,
+    timing_middleware,
+)
 from condensate.providers import parse_model
-from condensate.runtime import Runtime
-from condensate.thread import Thread
-from condensate.turn_context import RuntimeTurn
+from condensate.runtime import Runtime, approvals, asks, tool_answers
+from condensate.runtime.archiving import archive_held
+from condensate.runtime.metrics import TEXT_FORMAT
+from condensate.runtime.thread import Thread
+from condensate.runtime.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
 
-MAX_BODY = 1_048_576
 MAX_WAIT = 30.0
-RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)
-
-
-@dataclass
-class Guard:
-    """The bearer token and the Host names a request must carry. ``hosts`` is filled in once
-    the port is bound (port 0 picks one)."""
-
-    token: str
-    hosts: frozenset[str]
-
-
-GUARD: web.AppKey[Guard] = web.AppKey("guard", Guard)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def answer(model: api.Answer, status: int = 200) -> web.Response:
-    """An answer, built through its model: what the OpenAPI document says it is."""
-    return web.json_response(model.dump(), status=status)
-
-
-def error(status: int, code: str, detail: str) -> web.Response:
-    return answer(api.Error(error=code, detail=detail), status)
-
-
-@web.middleware
-async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """One place turns failures into JSON errors; handlers only raise."""
-    try:
-        return await handler(request)
-    except Refused as exc:
-        return error(exc.status, exc.code, str(exc))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        return error(422, "invalid-body", f"Field '{where}': {first['msg']}.")
-    except web.HTTPRequestEntityTooLarge:
-        return error(413, "body-too-large", f"Request bodies are limited to {MAX_BODY} bytes.")
-    except web.HTTPNotFound:
-        return error(404, "not-found", f"There is no route {request.method} {request.path}.")
-    except web.HTTPMethodNotAllowed as exc:
-        allowed = ", ".join(sorted(exc.allowed_methods))
-        response = error(
-            405,
-            "method-not-allowed",
-            f"{request.method} is not allowed on {request.path}; it takes {allowed}.",
-        )
-        response.headers["Allow"] = allowed
-        return response
-    except web.HTTPException as exc:
-        code = (exc.reason or "http-error").lower().replace(" ", "-")
-        return error(exc.status, code, f"{exc.status} {exc.reason}.")
-    except CondensateError as exc:
-        log.warning("request_failed", path=request.path, error=str(exc))
-        return error(500, exc.code, str(exc))
-    except Exception:
-        # A bug, not the client's fault: logged once with its traceback, answered as JSON.
-        log.exception("request_crashed", method=request.method, path=request.path)
-        return error(
-            500, "internal-error", f"{request.method} {request.path} failed inside the daemon."
-        )
-
-
-UNMATCHED = "unmatched"
-"""The route label of a request no route matched (its raw path is never a label)."""
-
-
-@web.middleware
-async def timing_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Time each API request, by method, route as declared (``/threads/{thread_id}``) and
-    status. The gateway's requests pass untimed here: they are model calls, timed as such."""
-    if request.path.startswith(GATEWAY_PREFIX + "/"):
-        return await handler(request)
-    started = time.perf_counter()
-    response = await handler(request)
-    resource = request.match_info.route.resource
-    route = UNMATCHED if resource is None else resource.canonical
-    request.app[RUNTIME].metrics.http_request(
-        request.method, route, response.status, time.perf_counter() - started
-    )
-    return response
-
-
-PUBLIC = frozenset({"/health", *ui.PATHS})
-"""What needs no token: liveness, and the status page (its data comes from the API)."""
-
-
-@web.middleware
-async def guard_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Refuse foreign Host headers (DNS rebinding) and calls without the bearer token."""
-    host = (request.host or "").lower()
-    if host not in request.app[GUARD].hosts:
-        return error(
-            421,
-            "host-not-allowed",
-            f"Host {host!r} is not this daemon's address; requests must use one of "
-            f"{', '.join(sorted(request.app[GUARD].hosts))}.",
-        )
-    # The gateway's callers carry a pass of their own (checked by the gateway).
-    if request.path not in PUBLIC and not request.path.startswith(GATEWAY_PREFIX + "/"):
-        sent = request.headers.get("Authorization", "")
-        expected = f"Bearer {request.app[GUARD].token}"
-        if not hmac.compare_digest(sent.encode(), expected.encode()):
-            return error(
-                401,
-                "unauthorized",
-                "This call needs 'Authorization: Bearer <token>' with the token from "
-                "the daemon's state directory.",
-            )
-    return await handler(request)
 
 
 INT64 = range(-INT64_MAX - 1, INT64_MAX + 1)
@@ -197,7 +94,6 @@ async def _json(request: web.Request, *, optional: bool = False) -> Any:
         raise Refused(
             code="unsupported-media-type",
             detail=f"The body must be application/json, not {request.content_type!r}.",
-            status=415,
         )
     try:
         with anyio.fail_after(BODY_TIMEOUT):
@@ -206,7 +102,6 @@ async def _json(request: web.Request, *, optional: bool = False) -> Any:
         raise Refused(
             code="body-timeout",
             detail=f"The body did not arrive within {BODY_TIMEOUT:g} s.",
-            status=408,
         ) from exc
     if optional and not raw:
         return {}
@@ -238,14 +133,12 @@ async def _thread(request: web.Request) -> Thread:
     if lease is not None and lease.owner == UNOWNED:
         raise Refused(
             code="thread-changing-hands",
-            status=409,
             detail=f"Thread {thread_id!r} has no daemon right now (its owner stopped or "
             "died); a daemon of the fleet takes it over within a third of a lease. Retry then.",
         )
     if lease is not None:
         raise Refused(
             code="thread-owned-elsewhere",
-            status=409,
             detail=f"Thread {thread_id!r} is owned by daemon {lease.owner} at {lease.url}; "
             "send this there.",
         )
@@ -373,7 +266,7 @@ def _model(model: str) -> None:
     try:
         parse_model(model)
     except ConfigError as exc:
-        raise Refused(code="unknown-model", detail=str(exc), status=422) from exc
+        raise Refused(code="unknown-model", detail=str(exc)) from exc
 
 
 async def _within_line(text: str, model: str, line: int, what: str) -> None:
@@ -384,7 +277,6 @@ async def _within_line(text: str, model: str, line: int, what: str) -> None:
         raise Refused(
             code="message-too-large",
             detail=f"The {what} is {tokens:,} tokens; this thread's line is {line:,} tokens.",
-            status=413,
         )
 
 
@@ -415,7 +307,7 @@ async def create_thread(request: web.Request) -> web.Response:
     if engine not in runtime.profiles:
         known = ", ".join(repr(name) for name in sorted(runtime.profiles))
         detail = f"Field 'engine': {engine!r} is not an engine this daemon runs ({known})."
-        raise Refused(code="invalid-body", detail=detail, status=422)
+        raise Refused(code="invalid-body", detail=detail)
     profile = runtime.profiles[engine]
     _model(body.model)
     policy = _reset_policy(body)
@@ -480,7 +372,6 @@ async def interrupt(request: web.Request) -> web.Response:
         raise Refused(
             code="not-running",
             detail=f"Thread {thread.thread_id} has no running turn to interrupt.",
-            status=409,
         )
     return answer(api.Interrupted(interrupted=True, thread=thread.thread_id))
 
@@ -577,13 +468,10 @@ async def post_tool(request: web.Request) -> web.Response:
         if name not in ANSWERED_TOOLS:
             raise Refused(
                 code="unknown-tool",
-                status=404,
                 detail=f"There is no context tool {name[:60]!r} here; the tools are "
                 f"{', '.join(ANSWERED_TOOLS)}.",
             )
-        raise Refused(
-            code="invalid-arguments", detail="The tool's arguments must be an object.", status=422
-        )
+        raise Refused(code="invalid-arguments", detail="The tool's arguments must be an object.")
     reader = RuntimeTurn(request.app[RUNTIME], thread)
     if name == CONTEXT_USAGE:
         text, failed = json.dumps(tool_answers.usage_answer(reader, thread.spec)), False
@@ -606,7 +494,7 @@ async def post_pin(request: web.Request) -> web.Response:
     pinned = tool_answers.pin_answer(thread.projection, {"seq": body.seq}, "operator", now_utc())
     if pinned.failed:
         status = 404 if thread.projection.position(body.seq) is None else 422
-        raise Refused(code="not-pinnable", detail=pinned.text, status=status)
+        return error(status, "not-pinnable", pinned.text)
     stored = None
     if pinned.event is not None:
         stored = await request.app[RUNTIME].append(thread, pinned.event)
@@ -626,7 +514,7 @@ async def post_archive(request: web.Request) -> web.Response:
     thread_id = request.match_info["thread_id"]
     if await _elsewhere(runtime, thread_id) is not None:
         await _thread(request)  # refused: 409 naming the owner, or the thread changing hands
-    record = await archive.archive_held(runtime, thread_id)
+    record = await archive_held(runtime, thread_id)
     directory = runtime.settings.home / archive.ARCHIVE_DIR
     return answer(archive.record_answer(record, directory))
 
