@@ -37,6 +37,8 @@ from typing import Any
 import anyio
 import structlog
 
+from condensate.core.projector import snapshot
+
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -94,7 +96,7 @@ def write_log(path: Path, history: list[Stored]) -> dict[str, Any]:
         view.apply(stored)
         calls += isinstance(item.event, AssistantMessage)
         if view.last_seq - snapshot_at >= SNAPSHOT_EVERY:
-            view.apply(log.save_snapshot(THREAD, view.last_seq, view.to_json()))
+            view.apply(log.save_snapshot(THREAD, view.last_seq, snapshot.dump(view)))
             snapshot_at = view.last_seq
         if index % every == 0 or index == len(history):
             samples.append({"events": view.last_seq, "calls": calls, "database_bytes": pages(path)})

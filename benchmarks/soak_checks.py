@@ -15,7 +15,7 @@ from typing import Any
 
 from condensate.core.ceilings import CeilingSettings
 from condensate.core.meter import ModelWindow, measure
-from condensate.core.projector import project
+from condensate.core.projector import project, snapshot
 from condensate.eventlog.rebuild import rebuild
 from condensate.eventlog.sqlite_sync import EventLog
 
@@ -149,7 +149,7 @@ def replay_problems(database: Path) -> tuple[dict[str, list[str]], int]:
             if rebuilt.last_seq != full.last_seq:
                 # The log grew between the two reads: compare up to what both saw.
                 full = project([e for e in events if e.seq <= rebuilt.last_seq])
-            mine, theirs = rebuilt.to_json(), full.to_json()
+            mine, theirs = snapshot.dump(rebuilt), snapshot.dump(full)
             problems[thread] = [] if mine == theirs else [_first_difference(mine, theirs)]
     finally:
         log.close()

@@ -30,6 +30,7 @@ import structlog
 
 from condensate import api
 from condensate.core.projector import Projection
+from condensate.core.projector.snapshot import load as from_snapshot
 from condensate.core.queries import untaken_input
 from condensate.errors import EventLogError, Refused
 from condensate.eventlog import ArchiveRecord, EventStore, ThreadRows, decode_row, digest, schema
@@ -245,7 +246,7 @@ def folded(rows: ThreadRows) -> Projection:
     upto = 0
     if rows.snapshots:
         _seq, upto, state = rows.snapshots[-1]
-        view = Projection.from_json(state)
+        view = from_snapshot(state)
     for seq, _kind, _v, _at, tokens, body in rows.events:
         if seq > upto:
             view.apply(decode_row(rows.thread_id, seq, tokens, body))

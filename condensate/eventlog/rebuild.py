@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from condensate.core.projector import Projection
+from condensate.core.projector.snapshot import load as from_snapshot
 from condensate.eventlog import EventStore, Snapshot
 from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import Stored
@@ -25,7 +26,7 @@ async def rebuilt(store: EventStore, thread_id: str) -> Projection:
 
 
 def _folded(snapshot: Snapshot | None, events: Iterable[Stored]) -> Projection:
-    projection = Projection() if snapshot is None else Projection.from_json(snapshot.state)
+    projection = Projection() if snapshot is None else from_snapshot(snapshot.state)
     for stored in events:
         projection.apply(stored)
     return projection

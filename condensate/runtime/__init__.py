@@ -31,7 +31,7 @@ from anyio.abc import TaskGroup
 from condensate.core import prices, window_step
 from condensate.core.meter import ContextUsage, ModelWindow, measure
 from condensate.core.planner import Ask, Cut
-from condensate.core.projector import Projection
+from condensate.core.projector import Projection, snapshot
 from condensate.core.queries import last_text, open_calls, unanswered_input
 from condensate.core.summary import Miss, Summary, carry_out
 from condensate.core.tokens import bare_model, count_event, counter_for, small_batch
@@ -363,7 +363,7 @@ class Runtime:
 
     async def _snapshot(self, thread: Thread) -> None:
         """Serialize the state here, where nothing else mutates it, and write it off the loop."""
-        upto, state = thread.projection.last_seq, thread.projection.to_json()
+        upto, state = thread.projection.last_seq, snapshot.dump(thread.projection)
         saved = await self.log.save_snapshot(thread.thread_id, upto, state)
         thread.projection.apply(saved)
         thread.snapshot_at = upto

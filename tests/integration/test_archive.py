@@ -20,6 +20,7 @@ import aiohttp
 import anyio
 import pytest
 
+from condensate.core.projector import snapshot
 from condensate.eventlog import ThreadRows
 from condensate.eventlog.postgres import PostgresStore
 from condensate.eventlog.rebuild import rebuild
@@ -234,7 +235,7 @@ def write_thread(db: Path, thread: str, *, ended: bool = True) -> None:
                 ToolResult(at=AT, call_id="c1", tool="read", argument="n", output="x = 1\n" * 50),
             ],
         )
-        log.save_snapshot(thread, 5, rebuild(log, thread).to_json())
+        log.save_snapshot(thread, 5, snapshot.dump(rebuild(log, thread)))
         tail: list[Any] = [AssistantMessage(at=AT, text="Read them.")]
         if ended:
             tail.append(TurnEnded(at=AT, outcome="completed"))
@@ -248,7 +249,7 @@ async def test_without_a_daemon_archive_works_in_the_log_itself(tmp_path: Path) 
     write_thread(db, "t-alone")
     write_thread(db, "t-other")
     with EventLog.open_read_only(db) as log:
-        before = rebuild(log, "t-alone").to_json()
+        before = snapshot.dump(rebuild(log, "t-alone"))
         rows, other = log.rows("t-alone"), log.rows("t-other")
     exported = tmp_path / "t.jsonl"
     code, out, err = await condensate(tmp_path, "export", "t-alone", "-o", str(exported), "--json")
@@ -265,7 +266,7 @@ async def test_without_a_daemon_archive_works_in_the_log_itself(tmp_path: Path) 
         assert log.rows("t-other") == other
     with EventLog.open_read_only(tmp_path / "archive" / "t-alone.db") as archived:
         assert archived.rows("t-alone") == rows
-        assert rebuild(archived, "t-alone").to_json() == before
+        assert snapshot.dump(rebuild(archived, "t-alone")) == before
     code, out, err = await condensate(tmp_path, "export", "t-alone")
     assert code == 0, err
     assert out == exported.read_text()

@@ -18,6 +18,7 @@ import anyio
 import psycopg
 import pytest
 
+from condensate.core.projector import snapshot
 from condensate.errors import EventLogError, EventNotFound, Refused
 from condensate.eventlog import MAX_LIMIT, ArchiveRecord, EventStore, archive, digest
 from condensate.eventlog.postgres import PostgresStore
@@ -298,7 +299,7 @@ async def test_archiving_moves_a_thread_out_with_every_row_as_it_was(
     log records where; the other threads' rows are untouched."""
     store = backend.store
     await put(store, "t", *finished("one"))
-    await store.save_snapshot("t", 5, (await rebuilt(store, "t")).to_json())
+    await store.save_snapshot("t", 5, snapshot.dump(await rebuilt(store, "t")))
     await put(store, "t", said("after the snapshot"), TurnStarted(at=AT, cause="human"))
     await put(store, "t", AssistantMessage(at=AT, text="ok"), TurnEnded(at=AT, outcome="completed"))
     await put(store, "other", *finished("two"))
@@ -328,11 +329,11 @@ async def test_an_archived_thread_is_read_from_its_archive(
     read back from there."""
     store = backend.store
     await put(store, "t", *finished("one"))
-    await store.save_snapshot("t", 5, (await rebuilt(store, "t")).to_json())
-    before, rows = (await rebuilt(store, "t")).to_json(), await store.rows("t")
+    await store.save_snapshot("t", 5, snapshot.dump(await rebuilt(store, "t")))
+    before, rows = snapshot.dump(await rebuilt(store, "t")), await store.rows("t")
     directory = tmp_path / "archive"
     await archive.archive_thread(store, "t", directory)
-    assert (await archive.rebuilt_anywhere(store, "t", directory)).to_json() == before
+    assert snapshot.dump(await archive.rebuilt_anywhere(store, "t", directory)) == before
     assert await archive.thread_rows(store, "t", directory) == rows
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from condensate.core import clamps
 from condensate.core.messages import Text, ToolUse
-from condensate.core.projector import Projection
+from condensate.core.projector import Projection, snapshot
 from condensate.core.prompt import to_messages
 from condensate.events import AssistantMessage, ThreadCreated, ToolCall, ToolResult
 from condensate.gateway.wire import Clamps, with_clamps
@@ -126,7 +126,7 @@ def test_a_thread_created_without_a_clamp_clamps_nothing():
 def test_a_clamped_view_survives_a_snapshot():
     b = thread()
     b.user("u" * 5_000, 1_250)
-    again = Projection.from_json(b.view.to_json())
+    again = snapshot.load(snapshot.dump(b.view))
     assert again.entries[-1].shown_text() == b.view.entries[-1].shown_text()
     assert again.clamp_chars == CAP
     assert again.clamped == 1

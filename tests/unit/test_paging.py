@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from condensate.core import paging
 from condensate.core.messages import ToolOutput
-from condensate.core.projector import Projection
+from condensate.core.projector import Projection, snapshot
 from condensate.core.prompt import to_messages
 from condensate.events import ThreadCreated, ToolResult, Window, WindowTrigger
 from condensate.testing.threads import EPOCH, ThreadBuilder
@@ -58,7 +58,7 @@ def test_a_paged_view_survives_a_snapshot() -> None:
     """The paged entry comes back from a snapshot as it was."""
     b = thread(output_cap=1_000)
     b.call("read", "big.txt", 40_000, output="z" * 160_000)
-    assert Projection.from_json(b.view.to_json()).entries == b.view.entries
+    assert snapshot.load(snapshot.dump(b.view)).entries == b.view.entries
 
 
 def test_receipts_say_how_to_recall_when_the_agent_can() -> None:

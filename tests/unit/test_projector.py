@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from condensate.core.projector import DROP_NOTICE, Projection, project
+from condensate.core.projector import DROP_NOTICE, project, snapshot
 from condensate.core.render import render_window
 from condensate.events import MessagePinned, Window, WindowTrigger
 from condensate.testing.threads import ThreadBuilder
@@ -121,13 +121,13 @@ def test_snapshot_then_replay_equals_full_replay():
     b.call("read", "a.py", 1_000)
     b.usage()
     middle = len(b.log)
-    snapshot = b.view.to_json()
+    saved = snapshot.dump(b.view)
     _, r = b.call("read", "b.py", 1_000)
     window(b, "microcompact", cleared=(r.seq,))
     k = b.turn("steer", 30)
     window(b, "summary", keep_from=k.seq, summary="s", author="curator")
     b.spawn("c1")
-    resumed = Projection.from_json(snapshot).apply_all(b.log[middle:])
+    resumed = snapshot.load(saved).apply_all(b.log[middle:])
     assert resumed == project(b.log)
     assert render_window(resumed) == render_window(b.view)
 
@@ -140,7 +140,7 @@ def test_snapshot_round_trips_after_windows():
     window(b, "collapse", cleared=(r.seq,))
     b.ask()
     b.request("microcompact")
-    assert Projection.from_json(b.view.to_json()) == b.view
+    assert snapshot.load(snapshot.dump(b.view)) == b.view
 
 
 def test_events_out_of_order_are_refused():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from condensate.core.messages import Text, ToolOutput, ToolUse
-from condensate.core.projector import Projection
+from condensate.core.projector import snapshot
 from condensate.core.prompt import to_messages
 from condensate.events import Window, WindowTrigger
 from condensate.testing.threads import ThreadBuilder
@@ -13,7 +13,7 @@ TRIGGER = WindowTrigger(used=1, line=1, ceiling=1, window=1, freed=0, reason="te
 
 def fresh(b: ThreadBuilder):
     """The messages of a copy of the view that has never been converted before."""
-    return to_messages(Projection.from_json(b.view.to_json()))
+    return to_messages(snapshot.load(snapshot.dump(b.view)))
 
 
 def test_a_batch_and_its_results_alternate_roles():

@@ -14,7 +14,7 @@ from hypothesis import example, given, note, settings
 from condensate.core import projector
 from condensate.core.meter import ContextUsage, ModelWindow, measure
 from condensate.core.planner import Ask, Cut, Decision, HoldBack, PlannerSettings, Stop, plan
-from condensate.core.projector import Projection, pinnable
+from condensate.core.projector import Projection, pinnable, snapshot
 from condensate.core.render import render_window
 from condensate.core.tiers import cheap_clearing, most_freed
 from condensate.events import (
@@ -174,7 +174,7 @@ class Runtime:
             if self.on_step is not None:
                 self.on_step(self)
             if i == sc.snapshot_at:
-                self.snapshot = (b.seq, b.view.to_json())
+                self.snapshot = (b.seq, snapshot.dump(b.view))
         return self
 
     def human_text(self) -> str:
@@ -615,11 +615,11 @@ def test_replay_after_a_snapshot_equals_a_full_replay(scenario: Scenario) -> Non
     rt = run(scenario)
     assert rt.snapshot is not None
     upto, state = rt.snapshot
-    restored = Projection.from_json(state).apply_all(rt.b.log[upto:])
+    restored = snapshot.load(state).apply_all(rt.b.log[upto:])
     full = projector.project(rt.b.log)
     assert restored == full
     assert full == rt.b.view
-    assert restored.to_json() == full.to_json()
+    assert snapshot.dump(restored) == snapshot.dump(full)
     assert render_window(restored) == render_window(full)
 
 

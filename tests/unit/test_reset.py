@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from condensate.core import context_tools, reset
 from condensate.core.messages import Text, ToolOutput, ToolUse
-from condensate.core.projector import Projection, project
+from condensate.core.projector import project, snapshot
 from condensate.core.prompt import to_messages
 from condensate.events import (
     AssistantMessage,
@@ -158,7 +158,7 @@ def test_a_reset_view_is_rebuilt_from_the_log_and_a_snapshot_exactly() -> None:
     condensed(b, condense(), arrived=("one more thing",))
     b.user("after", 10)
     replayed = project(b.log)
-    restored = Projection.from_json(b.view.to_json())
+    restored = snapshot.load(snapshot.dump(b.view))
     assert [(e.seq, e.role) for e in replayed.entries] == [(e.seq, e.role) for e in b.view.entries]
     assert restored.entries == b.view.entries
     assert restored.resets == replayed.resets == 1
@@ -179,6 +179,6 @@ def test_an_emergency_reset_blocks_another_until_a_main_model_response_succeeds(
     b.add(ModelUsage(at=b.tick(), input=5, side=True), 0)
     assert b.view.emergency_blocked
     assert project(b.log).emergency_blocked
-    assert Projection.from_json(b.view.to_json()).emergency_blocked
+    assert snapshot.load(snapshot.dump(b.view)).emergency_blocked
     b.usage()
     assert not b.view.emergency_blocked
