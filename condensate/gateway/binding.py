@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,17 +47,6 @@ BINDING_MODELS = (
 )
 """The Claude models that run the prefix check (the page's ``supportedModels``); older ones
 do not check (and keep only the last turn's thinking themselves)."""
-
-
-def binds(api: str, model: str) -> bool:
-    """Whether ``model`` binds its thinking to what came before it: the Claude models that run
-    the prefix check; on OpenAI, "newer frontier models" drop reasoning after a prefix change,
-    which the gateway takes as GPT-5.6 and later (the page does not name them)."""
-    name = model.rsplit("/", 1)[-1]
-    if api == "anthropic":
-        return name.startswith(BINDING_MODELS)
-    match = re.match(r"gpt-(\d+)(?:\.(\d+))?", name)
-    return match is not None and (int(match[1]), int(match[2] or 0)) >= (5, 6)
 
 
 BINDING_REFUSAL = "bound to a different conversation"

@@ -37,47 +37,27 @@ from condensate.gateway.binding import (
     Ledger,
     Lost,
     ReplyThinking,
-    binds,
-    keep_valid,
-    keep_valid_reasoning,
     refused_at,
     without_thinking_from,
 )
 from condensate.gateway.bound import leading_model
+from condensate.gateway.dialects import APIS, Api, dialect
 from condensate.gateway.passes import Pass, Passes, PassRefused
 from condensate.gateway.wire import (
-    APIS,
-    MEASURED_PATHS,
     TEXT_EVENTS,
     USAGE_EVENTS,
-    Api,
-    Clamps,
     Insertion,
-    NewestResult,
-    Notices,
     ReplyUsage,
     RequestShape,
-    ResetCut,
     Sent,
     SessionMeter,
     SseSplitter,
     credential_of,
-    error_body,
-    first_result,
-    held_reply,
-    held_stream,
     held_text,
-    insertion_at_end,
-    newest_result,
-    result_ids,
-    with_breakpoint,
-    with_clamps,
-    with_insertions,
-    with_receipts,
-    with_reset,
 )
 from condensate.providers._http import CallObserver, classify
 from condensate.providers.sse import text_delta
+from condensate.runtime.gateway_port import Clamps, NewestResult, Notices, ResetCut
 
 log = structlog.get_logger()
 
@@ -277,7 +257,7 @@ class _SessionEdits:
         for notice in notices.due():
             if any(i.key == notice.key for i in self.insertions):
                 continue
-            where = insertion_at_end(api, document, notice)
+            where = dialect(api).insertion_at_end(document, notice)
             if where is not None:
                 self.insertions.append(where)
 
@@ -299,9 +279,9 @@ class _Rewrite:
         ``document``."""
         cut = False
         if self.cut is not None:
-            document, cut = with_reset(api, document, self.cut)
-        out, replaced = with_receipts(api, document, self.shown)
-        out, clamped = with_clamps(api, out, self.clamped)
+            document, cut = dialect(api).with_reset(document, self.cut)
+        out, replaced = dialect(api).with_receipts(document, self.shown)
+        out, clamped = dialect(api).with_clamps(out, self.clamped)
         return out, cut or replaced > 0 or clamped > 0
 
 
@@ -385,14 +365,14 @@ class Gateway:
         if body is None:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
         call = _Call(grant, api, None, session=named)
-        call.model_call = request.method == "POST" and tail in MEASURED_PATHS[api]
+        call.model_call = request.method == "POST" and tail in dialect(api).PATHS
         if call.model_call:
             admitter, thread = self.admitter, grant.thread_id
             document: Mapping[str, Any] | None = None
             if admitter is not None and admitter.rewrites(thread):
                 document = _json_object(body)
                 if document is not None:
-                    await admitter.caught_up(thread, newest_result(api, document))
+                    await admitter.caught_up(thread, dialect(api).newest_result(document))
             # Asked once: the bound and the measurement both decide against them.
             shown = admitter.receipts(thread) if admitter is not None else {}
             clamped = admitter.clamps(thread) if admitter is not None else Clamps()
@@ -521,7 +501,7 @@ class Gateway:
         projected, changed = rewrite.apply(call.api, document)
         size = self._measure(call, projected)
         if admitter is not None and gate is not None and size > gate:
-            verdict = await admitter.admit(thread, size, result_ids(call.api, projected))
+            verdict = await admitter.admit(thread, size, dialect(call.api).result_ids(projected))
             if not verdict.forward:
                 return self._held(call, verdict.text)
             fresh, clamped = admitter.receipts(thread), admitter.clamps(thread)
@@ -543,25 +523,21 @@ class Gateway:
         # bits as a float, and the provider must get the CLI's request exactly, but for what
         # the view rewrites and the notices it carries.
         original = json.loads(body)
-        exact, carried = with_insertions(call.api, original, edits.insertions)
+        exact, carried = dialect(call.api).with_insertions(original, edits.insertions)
         call.warned = notices.warning is not None and notices.warning.key in carried
         exact, _ = rewrite.apply(call.api, exact)
-        if binds(call.api, call.shape.model):
-            keep = keep_valid if call.api == "anthropic" else keep_valid_reasoning
-            kept = keep(exact, original, edits.ledger, counter_for(call.shape.model).count)
+        if dialect(call.api).binds(call.shape.model):
+            count = counter_for(call.shape.model).count
+            kept = dialect(call.api).keep(exact, original, edits.ledger, count)
             exact, call.lost, call.prefix = kept.body, kept.lost, kept.prefix
         new = set(rewrite.shown) - edits.shown
         edits.shown = frozenset(rewrite.shown)
-        if call.api == "anthropic" and new:
-            # The provider reads its cache only at a breakpoint (and up to 20 blocks before
-            # it): one before the first result shown anew lets it read all that came before.
-            at = first_result(exact, new)
-            if at is not None and at > 0:
-                exact = with_breakpoint(exact, at - 1)
+        if new:
+            exact = dialect(call.api).with_cache_mark(exact, new)
         return _dumps(exact)
 
     def _measure(self, call: _Call, document: Mapping[str, Any]) -> int:
-        shape = RequestShape.of(call.api, document)
+        shape = dialect(call.api).shape(document)
         key = self._key(call, shape.model)
         meter = self.meters.get(key)
         if meter is None:
@@ -577,8 +553,7 @@ class Gateway:
         """Condensate's own reply: it ends the CLI's turn with ``text`` and counts nothing."""
         assert call.shape is not None
         model = call.shape.model
-        prefix = "msg" if call.api == "anthropic" else "resp"
-        reply_id = f"{prefix}_condensate_{secrets.token_hex(8)}"
+        reply_id = f"{dialect(call.api).REPLY_PREFIX}_condensate_{secrets.token_hex(8)}"
         log.info(
             "gateway_held",
             thread=call.grant.thread_id,
@@ -588,10 +563,10 @@ class Gateway:
         )
         if call.shape.stream:
             return web.Response(
-                body=held_stream(call.api, model, held_text(text), reply_id),
+                body=dialect(call.api).held_stream(model, held_text(text), reply_id),
                 content_type="text/event-stream",
             )
-        return web.json_response(held_reply(call.api, model, held_text(text), reply_id))
+        return web.json_response(dialect(call.api).held_reply(model, held_text(text), reply_id))
 
     async def _relay(
         self,
@@ -613,7 +588,7 @@ class Gateway:
             if call.metered and upstream.status == 200:
                 with contextlib.suppress(ValueError):
                     reply = _loads(data)
-                    call.usage.read_body(call.api, reply)
+                    dialect(call.api).read_body(call.usage, reply)
                     call.thinking.read_body(reply)
                 if call.usage.seen:
                     self._announce(call)
@@ -669,7 +644,7 @@ class Gateway:
                         call.thinking.read_event(data)
                 if call.metered and not call.announced:
                     for data in splitter.feed(chunk):
-                        call.usage.read_event(call.api, data)
+                        dialect(call.api).read_event(call.usage, data)
                         if call.api == "openai":
                             call.thinking.read_event(data)
                     if call.usage.complete:
@@ -809,4 +784,4 @@ async def _body(request: web.Request) -> bytes | None:
 
 
 def _error(api: Api, status: int, code: str, message: str) -> web.Response:
-    return web.json_response(error_body(api, status, code, message), status=status)
+    return web.json_response(dialect(api).error_body(status, code, message), status=status)

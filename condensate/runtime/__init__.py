@@ -66,11 +66,11 @@ from condensate.events import (
     Window,
     now_utc,
 )
-from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
 from condensate.providers import ModelClient
 from condensate.runtime import admission, approvals, asks
 from condensate.runtime.admission import Admission
 from condensate.runtime.curator import Curator
+from condensate.runtime.gateway_port import Clamps, NewestResult, Notices, ResetCut
 from condensate.runtime.live import Hub
 from condensate.runtime.metrics import Metrics
 from condensate.runtime.thread import Thread

@@ -28,7 +28,7 @@ from condensate.core.meter import ContextUsage
 from condensate.core.receipts import bare_tool
 from condensate.core.staged_warnings import due_warning
 from condensate.events import AssistantMessage, ResetCommitted, SystemLine, ToolResult, UserMessage
-from condensate.gateway.wire import Clamps, NewestResult, Notice, Notices, ResetCut
+from condensate.runtime.gateway_port import Clamps, NewestResult, Notice, Notices, ResetCut
 from condensate.runtime.thread import Services, Thread
 
 log = structlog.get_logger()

@@ -18,8 +18,8 @@ from condensate.engine import Checkpoint, EngineAdapter, ThreadSpec
 from condensate.engine.registry import Profile
 from condensate.eventlog import EventStore
 from condensate.events import Event, ResetWarned, Stored
-from condensate.gateway.wire import Clamps
 from condensate.providers import ModelClient
+from condensate.runtime.gateway_port import Clamps
 from condensate.runtime.live import Hub
 from condensate.settings import Settings
 

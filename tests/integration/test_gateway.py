@@ -23,8 +23,8 @@ from structlog.testing import capture_logs
 from condensate.engine.registry import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
-from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
 from condensate.providers._http import CallObserver
+from condensate.runtime.gateway_port import Clamps, NewestResult, Notices, ResetCut
 from condensate.testing.fake_model import Fail, FakeModelServer, Slow, Stall, Text
 
 CLAUDE = "claude-sonnet-4-5"

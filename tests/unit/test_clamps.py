@@ -12,7 +12,8 @@ from condensate.core.messages import Text, ToolUse
 from condensate.core.projector import Projection, snapshot
 from condensate.core.prompt import to_messages
 from condensate.events import AssistantMessage, ThreadCreated, ToolCall, ToolResult
-from condensate.gateway.wire import Clamps, with_clamps
+from condensate.gateway.dialects import anthropic, openai
+from condensate.runtime.gateway_port import Clamps
 from condensate.testing.threads import EPOCH, ThreadBuilder
 
 CAP_TOKENS = 250
@@ -132,7 +133,7 @@ def test_a_clamped_view_survives_a_snapshot():
     assert again.clamped == 1
 
 
-def anthropic(text: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def messages_body(text: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {
         "model": "m",
         "messages": [
@@ -151,8 +152,8 @@ def test_the_gateway_clamps_the_texts_and_calls_the_log_clamped():
     """A text by its digest, a call by its id; what the log never clamped is untouched."""
     long_text = "L" * 3_000
     found = Clamps(CAP, {clamps.digest(long_text): 4}, {"c1": 5})
-    body = anthropic(long_text, {"content": "w" * 3_000, "path": "a.py"})
-    out, changed = with_clamps("anthropic", body, found)
+    body = messages_body(long_text, {"content": "w" * 3_000, "path": "a.py"})
+    out, changed = anthropic.with_clamps(body, found)
     assert changed == 2
     user, assistant, result, short = out["messages"]
     assert user["content"][0]["text"] == clamps.clamp(long_text, CAP, 4)
@@ -164,8 +165,8 @@ def test_the_gateway_clamps_the_texts_and_calls_the_log_clamped():
 
 def test_the_gateway_leaves_an_unlogged_long_text_alone():
     """A long text the log does not hold (the CLI's own) is no clamp of the view's."""
-    body = anthropic("N" * 3_000, {"path": "a.py"})
-    out, changed = with_clamps("anthropic", body, Clamps(CAP, {"other": 1}, {}))
+    body = messages_body("N" * 3_000, {"path": "a.py"})
+    out, changed = anthropic.with_clamps(body, Clamps(CAP, {"other": 1}, {}))
     assert changed == 0
     assert out["messages"] == body["messages"]
 
@@ -196,7 +197,7 @@ def test_the_gateway_clamps_responses_items():
         ],
     }
     found = Clamps(CAP, {clamps.digest(long_text): 3}, {"f1": 6, "p1": 8})
-    out, changed = with_clamps("openai", body, found)
+    out, changed = openai.with_clamps(body, found)
     assert changed == 3
     message, function, custom = out["input"]
     assert message["content"][0]["text"] == clamps.clamp(long_text, CAP, 3)

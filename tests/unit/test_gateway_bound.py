@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from condensate.core.tokens import counter_for
 from condensate.gateway import bound
 from condensate.gateway.bound import changed, leading_model, shared_prefix, shared_suffix
-from condensate.gateway.wire import RequestShape, SessionMeter
+from condensate.gateway.dialects import anthropic
+from condensate.gateway.wire import SessionMeter
 
 
 def naive_prefix(old: bytes, new: bytes) -> int:
@@ -113,12 +114,12 @@ def test_the_bound_is_never_under_the_count_of_what_was_added(before, added):
     meter = SessionMeter(counter_for("claude-sonnet-4-5"))
     first = claude_request(before)
     body = json.dumps(first, ensure_ascii=False).encode()
-    size, sent = meter.measure(RequestShape.of("anthropic", first))
+    size, sent = meter.measure(anthropic.shape(first))
     meter.answered(sent, size, body)
 
     second = claude_request(before + added)
     later = json.dumps(second, ensure_ascii=False).encode()
-    counted, _ = meter.measure(RequestShape.of("anthropic", second))
+    counted, _ = meter.measure(anthropic.shape(second))
     ceiling = meter.bound(later)
     assert ceiling is not None
     assert ceiling >= counted
@@ -128,6 +129,6 @@ def test_a_request_not_from_the_cli_gives_no_bound():
     """``answered`` without the CLI's own bytes (receipts replaced something): no bound."""
     meter = SessionMeter(counter_for("claude-sonnet-4-5"))
     request = claude_request(["a"])
-    size, sent = meter.measure(RequestShape.of("anthropic", request))
+    size, sent = meter.measure(anthropic.shape(request))
     meter.answered(sent, size)
     assert meter.bound(json.dumps(request).encode()) is None

@@ -11,31 +11,18 @@ import pytest
 
 from condensate.core.tokens import MESSAGE_OVERHEAD
 from condensate.engine.registry import installed
+from condensate.gateway.dialects import Api, anthropic, dialect, openai
 from condensate.gateway.passes import Passes, PassRefused
 from condensate.gateway.wire import (
     HELD_MARK,
-    Api,
-    NewestResult,
-    Notice,
     ReplyUsage,
     RequestShape,
-    ResetCut,
     SessionMeter,
     SseSplitter,
     credential_of,
-    error_body,
-    first_result,
-    held_reply,
-    held_stream,
     held_text,
-    insertion_at_end,
-    newest_result,
-    result_ids,
-    with_breakpoint,
-    with_insertions,
-    with_receipts,
-    with_reset,
 )
+from condensate.runtime.gateway_port import NewestResult, Notice, ResetCut
 
 
 @dataclass(frozen=True)
@@ -59,7 +46,7 @@ def cost(text: str) -> int:
 
 def shape(*messages: str, system: str = "you are a careful agent") -> RequestShape:
     body = {"model": "m", "system": system, "messages": [user(m) for m in messages]}
-    return RequestShape.of("anthropic", body)
+    return anthropic.shape(body)
 
 
 # -- credentials and sessions --------------------------------------------------------------------
@@ -136,7 +123,7 @@ def test_no_session_header_is_none():
 def test_anthropic_errors_have_anthropics_shape(status: int, kind: str):
     """An Anthropic error is {"type": "error", "error": {type, message}}, its type by
     status, and the code in the message (the shape has no code field)."""
-    body = error_body("anthropic", status, "stale-session", "Session s is retired.")
+    body = anthropic.error_body(status, "stale-session", "Session s is retired.")
     assert body == {
         "type": "error",
         "error": {"type": kind, "message": "Session s is retired. (stale-session)"},
@@ -148,7 +135,7 @@ def test_anthropic_errors_have_anthropics_shape(status: int, kind: str):
 )
 def test_openai_errors_have_openais_shape(status: int, kind: str):
     """An OpenAI error is {"error": {message, type, param, code}}."""
-    body = error_body("openai", status, "no-gateway-pass", "No pass.")
+    body = openai.error_body(status, "no-gateway-pass", "No pass.")
     assert body == {
         "error": {"message": "No pass.", "type": kind, "param": None, "code": "no-gateway-pass"}
     }
@@ -166,7 +153,7 @@ def test_an_anthropic_request_is_system_and_tools_then_messages():
         "messages": [{"content": "hi", "role": "user"}, {"role": "assistant", "content": "yo"}],
         "stream": True,
     }
-    got = RequestShape.of("anthropic", body)
+    got = anthropic.shape(body)
     assert got.model == "claude-x"
     assert got.fixed.split("\n") == ["be brief", "read", "reads a file"]
     assert got.messages == tuple(body["messages"])
@@ -187,7 +174,7 @@ def test_a_responses_request_is_instructions_and_tools_then_input_items():
         "input": items,
         "system": "ignored on this API",
     }
-    got = RequestShape.of("openai", body)
+    got = openai.shape(body)
     assert got.fixed.split("\n") == ["be brief", "shell"]  # "type" is syntax, not text
     assert got.messages == tuple(items)
     assert not got.stream
@@ -195,14 +182,14 @@ def test_a_responses_request_is_instructions_and_tools_then_input_items():
 
 def test_a_string_input_is_one_user_message():
     """A Responses request whose input is a string holds one user message."""
-    got = RequestShape.of("openai", {"model": "gpt-x", "input": "hello there"})
+    got = openai.shape({"model": "gpt-x", "input": "hello there"})
     assert got.messages == ({"role": "user", "content": "hello there"},)
 
 
 def test_a_request_without_a_conversation_has_no_messages():
     """Missing or malformed conversations are empty, not errors."""
-    assert RequestShape.of("anthropic", {"messages": "nope"}).messages == ()
-    assert RequestShape.of("openai", {}).messages == ()
+    assert anthropic.shape({"messages": "nope"}).messages == ()
+    assert openai.shape({}).messages == ()
 
 
 def test_codexs_leading_tools_and_developer_messages_are_its_fixed_part():
@@ -216,7 +203,7 @@ def test_codexs_leading_tools_and_developer_messages_are_its_fixed_part():
         "content": [{"type": "input_text", "text": "be Codex"}],
     }
     user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
-    shape = RequestShape.of("openai", {"input": [tools, developer, user, developer]})
+    shape = openai.shape({"input": [tools, developer, user, developer]})
     assert shape.messages == (user, developer)
     assert "be Codex" in shape.fixed
     assert "exec" in shape.fixed
@@ -224,8 +211,8 @@ def test_codexs_leading_tools_and_developer_messages_are_its_fixed_part():
 
 def test_equal_messages_are_equal_whatever_their_key_order():
     """Key order does not make two messages differ (the meter compares them)."""
-    one = RequestShape.of("anthropic", {"messages": [{"role": "user", "content": "x"}]})
-    two = RequestShape.of("anthropic", {"messages": [{"content": "x", "role": "user"}]})
+    one = anthropic.shape({"messages": [{"role": "user", "content": "x"}]})
+    two = anthropic.shape({"messages": [{"content": "x", "role": "user"}]})
     assert one.messages == two.messages
 
 
@@ -373,12 +360,12 @@ def test_anthropic_stream_usage_is_complete_at_message_delta():
             },
         },
     }
-    usage.read_event("anthropic", start)
+    anthropic.read_event(usage, start)
     assert usage.seen
     assert not done(usage)
-    usage.read_event("anthropic", {"type": "content_block_delta", "delta": {"text": "x"}})
+    anthropic.read_event(usage, {"type": "content_block_delta", "delta": {"text": "x"}})
     assert not done(usage)
-    usage.read_event("anthropic", {"type": "message_delta", "usage": {"output_tokens": 77}})
+    anthropic.read_event(usage, {"type": "message_delta", "usage": {"output_tokens": 77}})
     assert done(usage)
     assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (10, 1_000, 50, 77)
     assert usage.prompt == 1_060
@@ -388,11 +375,11 @@ def test_anthropic_stream_usage_is_complete_at_message_delta():
 def test_anthropic_message_stop_completes_a_reply_whose_counts_were_seen():
     """message_stop completes the call when a count arrived before it."""
     usage = ReplyUsage()
-    usage.read_event(
-        "anthropic",
+    anthropic.read_event(
+        usage,
         {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 5}}},
     )
-    usage.read_event("anthropic", {"type": "message_stop"})
+    anthropic.read_event(usage, {"type": "message_stop"})
     assert usage.complete
     assert usage.prompt == 5
 
@@ -400,8 +387,8 @@ def test_anthropic_message_stop_completes_a_reply_whose_counts_were_seen():
 def test_anthropic_message_stop_without_counts_is_not_complete():
     """message_stop with no count seen leaves the call incomplete (nothing to log)."""
     usage = ReplyUsage()
-    usage.read_event("anthropic", {"type": "message_start", "message": {"id": "m"}})
-    usage.read_event("anthropic", {"type": "message_stop"})
+    anthropic.read_event(usage, {"type": "message_start", "message": {"id": "m"}})
+    anthropic.read_event(usage, {"type": "message_stop"})
     assert not usage.seen
     assert not usage.complete
 
@@ -410,7 +397,7 @@ def test_responses_completed_counts_the_uncached_part_as_input():
     """OpenAI counts cached tokens inside input_tokens: input is the uncached rest and
     cache_read the cached part, so the prompt is input_tokens."""
     usage = ReplyUsage()
-    usage.read_event("openai", {"type": "response.created", "response": {"id": "r"}})
+    openai.read_event(usage, {"type": "response.created", "response": {"id": "r"}})
     assert not done(usage)
     completed = {
         "type": "response.completed",
@@ -424,7 +411,7 @@ def test_responses_completed_counts_the_uncached_part_as_input():
             },
         },
     }
-    usage.read_event("openai", completed)
+    openai.read_event(usage, completed)
     assert usage.complete
     assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (200, 800, 0, 20)
     assert usage.prompt == 1_000
@@ -434,7 +421,7 @@ def test_responses_completed_counts_the_uncached_part_as_input():
 def test_responses_completed_without_usage_is_not_complete():
     """A completed event without counts is no count."""
     usage = ReplyUsage()
-    usage.read_event("openai", {"type": "response.completed", "response": {"id": "r"}})
+    openai.read_event(usage, {"type": "response.completed", "response": {"id": "r"}})
     assert not usage.complete
 
 
@@ -446,7 +433,7 @@ def test_a_whole_anthropic_body_is_read_at_once():
         "model": "claude-x",
         "usage": {"input_tokens": 3, "cache_read_input_tokens": 7, "output_tokens": 2},
     }
-    usage.read_body("anthropic", body)
+    anthropic.read_body(usage, body)
     assert usage.complete
     assert (usage.prompt, usage.output, usage.message_id) == (10, 2, "msg_2")
 
@@ -458,7 +445,7 @@ def test_a_whole_responses_body_is_read_at_once():
         "id": "resp_2",
         "usage": {"input_tokens": 50, "input_tokens_details": {"cached_tokens": 30}},
     }
-    usage.read_body("openai", body)
+    openai.read_body(usage, body)
     assert usage.complete
     assert (usage.input, usage.cache_read, usage.prompt) == (20, 30, 50)
 
@@ -466,8 +453,8 @@ def test_a_whole_responses_body_is_read_at_once():
 def test_a_body_that_is_not_an_object_is_ignored():
     """A list or a string body leaves the usage unseen."""
     usage = ReplyUsage()
-    usage.read_body("anthropic", ["no"])
-    usage.read_event("anthropic", "no")
+    anthropic.read_body(usage, ["no"])
+    anthropic.read_event(usage, "no")
     assert not usage.seen
     assert not usage.complete
 
@@ -550,7 +537,7 @@ def test_held_text_starts_with_the_mark():
 def test_held_anthropic_stream_is_anthropics_event_sequence():
     """The Anthropic held stream is message_start, one text block, message_delta ending
     the turn, message_stop."""
-    events = events_of(held_stream("anthropic", "claude-x", "held", "msg_h"))
+    events = events_of(anthropic.held_stream("claude-x", "held", "msg_h"))
     assert [e["type"] for e in events] == [
         "message_start",
         "content_block_start",
@@ -566,7 +553,7 @@ def test_held_anthropic_stream_is_anthropics_event_sequence():
 
 def test_held_anthropic_stream_names_its_sse_events():
     """Each SSE event's name is its data's type (Anthropic's SDKs read the name)."""
-    stream = held_stream("anthropic", "claude-x", "held", "msg_h").decode()
+    stream = anthropic.held_stream("claude-x", "held", "msg_h").decode()
     blocks = [b for b in stream.split("\n\n") if b]
     for block in blocks:
         name, data = block.split("\n")
@@ -576,7 +563,7 @@ def test_held_anthropic_stream_names_its_sse_events():
 def test_held_anthropic_stream_carries_the_text_and_no_tool_call():
     """The text the stream carries is the one given; no block is a tool call."""
     text = held_text("over the ceiling")
-    events = events_of(held_stream("anthropic", "claude-x", text, "msg_h"))
+    events = events_of(anthropic.held_stream("claude-x", text, "msg_h"))
     deltas = [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
     assert "".join(deltas) == text
     blocks = [e["content_block"] for e in events if e["type"] == "content_block_start"]
@@ -586,7 +573,7 @@ def test_held_anthropic_stream_carries_the_text_and_no_tool_call():
 def test_held_responses_stream_is_the_responses_event_sequence():
     """The Responses held stream runs from response.created to response.completed, one
     message item, numbered in order."""
-    events = events_of(held_stream("openai", "gpt-x", "held", "resp_h"))
+    events = events_of(openai.held_stream("gpt-x", "held", "resp_h"))
     assert [e["type"] for e in events] == [
         "response.created",
         "response.in_progress",
@@ -606,7 +593,7 @@ def test_held_responses_stream_is_the_responses_event_sequence():
 def test_held_responses_stream_carries_the_text_and_no_tool_call():
     """The text is the one given; the only output item is an assistant message."""
     text = held_text("paused")
-    events = events_of(held_stream("openai", "gpt-x", text, "resp_h"))
+    events = events_of(openai.held_stream("gpt-x", text, "resp_h"))
     deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
     assert "".join(deltas) == text
     done = [e["text"] for e in events if e["type"] == "response.output_text.done"]
@@ -620,8 +607,8 @@ def test_held_responses_stream_carries_the_text_and_no_tool_call():
 def test_a_held_stream_reads_as_zero_usage(api: Api):
     """ReplyUsage reads a complete call of zero tokens from a held stream."""
     usage = ReplyUsage()
-    for event in events_of(held_stream(api, "m", "held", "r1")):
-        usage.read_event(api, event)
+    for event in events_of(dialect(api).held_stream("m", "held", "r1")):
+        dialect(api).read_event(usage, event)
     assert usage.complete
     assert (usage.prompt, usage.output) == (0, 0)
     assert usage.message_id == "r1"
@@ -631,14 +618,14 @@ def test_a_held_stream_reads_as_zero_usage(api: Api):
 def test_a_held_reply_reads_as_zero_usage(api: Api):
     """ReplyUsage reads a complete call of zero tokens from a held whole reply."""
     usage = ReplyUsage()
-    usage.read_body(api, held_reply(api, "m", "held", "r1"))
+    dialect(api).read_body(usage, dialect(api).held_reply("m", "held", "r1"))
     assert usage.complete
     assert (usage.prompt, usage.output, usage.message_id) == (0, 0, "r1")
 
 
 def test_held_anthropic_reply_is_one_text_block_ending_the_turn():
     """The whole Anthropic reply is an assistant message of one text block, end_turn."""
-    reply = held_reply("anthropic", "claude-x", "held", "msg_h")
+    reply = anthropic.held_reply("claude-x", "held", "msg_h")
     assert (reply["type"], reply["role"], reply["stop_reason"]) == (
         "message",
         "assistant",
@@ -649,7 +636,7 @@ def test_held_anthropic_reply_is_one_text_block_ending_the_turn():
 
 def test_held_responses_reply_is_one_assistant_message():
     """The whole Responses reply is completed, with one assistant message and no call."""
-    reply = held_reply("openai", "gpt-x", "held", "resp_h")
+    reply = openai.held_reply("gpt-x", "held", "resp_h")
     assert reply["status"] == "completed"
     assert [o["type"] for o in reply["output"]] == ["message"]
     assert reply["output"][0]["content"][0]["text"] == "held"
@@ -704,26 +691,26 @@ def responses_body() -> dict[str, Any]:
 def test_anthropic_result_ids_are_the_tool_results_in_order():
     """The ids are the tool_result blocks' tool_use_id, in order; tool_use blocks are
     not results."""
-    assert result_ids("anthropic", anthropic_body()) == ["a", "b", "c"]
+    assert anthropic.result_ids(anthropic_body()) == ["a", "b", "c"]
 
 
 def test_responses_result_ids_are_the_output_items_call_ids():
     """On the Responses API every *_output item is a result; calls are not."""
-    assert result_ids("openai", responses_body()) == ["a", "b"]
+    assert openai.result_ids(responses_body()) == ["a", "b"]
 
 
 def test_result_ids_of_a_request_without_results_are_empty():
     """No messages, string content, or results without ids give no ids."""
-    assert result_ids("anthropic", {}) == []
-    assert result_ids("anthropic", {"messages": [{"role": "user", "content": "hi"}]}) == []
-    assert result_ids("anthropic", {"messages": [{"content": [tool_result("", "x")]}]}) == []
-    assert result_ids("openai", {"input": "just text"}) == []
+    assert anthropic.result_ids({}) == []
+    assert anthropic.result_ids({"messages": [{"role": "user", "content": "hi"}]}) == []
+    assert anthropic.result_ids({"messages": [{"content": [tool_result("", "x")]}]}) == []
+    assert openai.result_ids({"input": "just text"}) == []
 
 
 def test_anthropic_receipts_replace_exactly_the_results_that_have_one():
     """A result whose call has a receipt carries it; the others are unchanged."""
     body = anthropic_body()
-    out, replaced = with_receipts("anthropic", body, {"a": "[receipt a]", "b": "[receipt b]"})
+    out, replaced = anthropic.with_receipts(body, {"a": "[receipt a]", "b": "[receipt b]"})
     assert replaced == 2
     assert out["messages"][2]["content"] == [tool_result("a", "[receipt a]")]
     last = out["messages"][4]["content"]
@@ -736,7 +723,7 @@ def test_anthropic_receipts_replace_exactly_the_results_that_have_one():
 def test_anthropic_messages_without_a_receipt_are_the_same_objects():
     """Messages holding no replaced result are passed on as the very same objects."""
     body = anthropic_body()
-    out, _ = with_receipts("anthropic", body, {"a": "[receipt a]"})
+    out, _ = anthropic.with_receipts(body, {"a": "[receipt a]"})
     for i in (0, 1, 3, 4):
         assert out["messages"][i] is body["messages"][i]
     assert out["messages"][2] is not body["messages"][2]
@@ -746,11 +733,11 @@ def test_receipts_leave_the_request_they_were_given_unchanged():
     """The input mapping, its messages and its blocks are not modified."""
     body = anthropic_body()
     before = json.dumps(body, sort_keys=True)
-    with_receipts("anthropic", body, {"a": "[receipt a]", "b": "[receipt b]"})
+    anthropic.with_receipts(body, {"a": "[receipt a]", "b": "[receipt b]"})
     assert json.dumps(body, sort_keys=True) == before
     items = responses_body()
     before = json.dumps(items, sort_keys=True)
-    with_receipts("openai", items, {"a": "[receipt a]"})
+    openai.with_receipts(items, {"a": "[receipt a]"})
     assert json.dumps(items, sort_keys=True) == before
 
 
@@ -758,7 +745,7 @@ def test_responses_receipts_replace_the_output_of_items_that_have_one():
     """A Responses result's output becomes its receipt; other items are the same
     objects."""
     body = responses_body()
-    out, replaced = with_receipts("openai", body, {"b": "[receipt b]"})
+    out, replaced = openai.with_receipts(body, {"b": "[receipt b]"})
     assert replaced == 1
     assert out["input"][4] == {
         "type": "custom_tool_call_output",
@@ -772,7 +759,7 @@ def test_responses_receipts_replace_the_output_of_items_that_have_one():
 def test_receipts_for_calls_not_in_the_request_change_nothing():
     """A receipt whose call the request does not carry replaces nothing."""
     body = anthropic_body()
-    out, replaced = with_receipts("anthropic", body, {"zzz": "[receipt]"})
+    out, replaced = anthropic.with_receipts(body, {"zzz": "[receipt]"})
     assert replaced == 0
     assert out == body
     assert all(o is m for o, m in zip(out["messages"], body["messages"], strict=True))
@@ -782,7 +769,7 @@ def test_receipts_for_calls_not_in_the_request_change_nothing():
 def test_no_receipts_do_nothing(api: Api):
     """With no receipts the request comes back equal, nothing counted."""
     body = anthropic_body() if api == "anthropic" else responses_body()
-    out, replaced = with_receipts(api, body, {})
+    out, replaced = dialect(api).with_receipts(body, {})
     assert replaced == 0
     assert out == body
 
@@ -790,12 +777,12 @@ def test_no_receipts_do_nothing(api: Api):
 def test_a_result_already_its_receipt_is_not_counted_again():
     """A result that already carries its receipt (an earlier request's) is not replaced
     again, and its message stays the same object."""
-    body, _ = with_receipts("anthropic", anthropic_body(), {"a": "[receipt a]"})
-    out, replaced = with_receipts("anthropic", body, {"a": "[receipt a]"})
+    body, _ = anthropic.with_receipts(anthropic_body(), {"a": "[receipt a]"})
+    out, replaced = anthropic.with_receipts(body, {"a": "[receipt a]"})
     assert replaced == 0
     assert out["messages"][2] is body["messages"][2]
-    items, _ = with_receipts("openai", responses_body(), {"a": "[receipt a]"})
-    again, replaced = with_receipts("openai", items, {"a": "[receipt a]"})
+    items, _ = openai.with_receipts(responses_body(), {"a": "[receipt a]"})
+    again, replaced = openai.with_receipts(items, {"a": "[receipt a]"})
     assert replaced == 0
     assert again["input"][2] is items["input"][2]
 
@@ -805,10 +792,10 @@ def test_receipts_leave_a_string_input_a_string():
     its input stays the string it was (not a list of its characters, which the meter would
     then count as one message a character)."""
     body = {"model": "gpt-x", "input": "hello there"}
-    out, replaced = with_receipts("openai", body, {"a": "[receipt a]"})
+    out, replaced = openai.with_receipts(body, {"a": "[receipt a]"})
     assert replaced == 0
     assert out["input"] == "hello there"
-    assert RequestShape.of("openai", out) == RequestShape.of("openai", body)
+    assert openai.shape(out) == openai.shape(body)
 
 
 # -- gateway passes --------------------------------------------------------------------------
@@ -961,7 +948,7 @@ def test_a_reset_cuts_an_anthropic_request_after_its_fixed_context():
     stay, and the conversation goes on from the condense call; the system and tools are
     untouched."""
     body = _anthropic_history()
-    cut, changed = with_reset("anthropic", body, CUT)
+    cut, changed = anthropic.with_reset(body, CUT)
     assert changed
     assert (cut["system"], cut["tools"]) == (body["system"], body["tools"])
     assert cut["messages"][0] == {
@@ -978,8 +965,11 @@ def test_a_request_without_the_condense_call_is_not_cut():
     """A new session's request does not hold the call: it goes on as it came."""
     body = _anthropic_history()
     body["messages"] = body["messages"][:4]
-    assert with_reset("anthropic", body, CUT) == (body, False)
-    assert with_reset("openai", {"input": "just text"}, CUT) == ({"input": "just text"}, False)
+    assert anthropic.with_reset(body, CUT) == (body, False)
+    assert openai.with_reset({"input": "just text"}, CUT) == (
+        {"input": "just text"},
+        False,
+    )
 
 
 def test_a_reset_cuts_a_responses_request_at_the_calls_response():
@@ -1000,7 +990,7 @@ def test_a_reset_cuts_a_responses_request_at_the_calls_response():
         {"type": "function_call", "call_id": "toolu_c", "name": "condense"},
         {"type": "function_call_output", "call_id": "toolu_c", "output": "done"},
     ]
-    cut, changed = with_reset("openai", {"model": "m", "input": items}, CUT)
+    cut, changed = openai.with_reset({"model": "m", "input": items}, CUT)
     assert changed
     notice = {
         "type": "message",
@@ -1017,9 +1007,9 @@ def test_a_notice_goes_after_the_last_user_message_and_stays_there():
     """A notice joins the request's last user message (after its results); the next request,
     which holds that message and more, carries it at the same place, not at the end."""
     results = {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}
-    where = insertion_at_end("anthropic", results, Notice("near:urgent:0", "URGENT"))
+    where = anthropic.insertion_at_end(results, Notice("near:urgent:0", "URGENT"))
     assert where is not None
-    out, carried = with_insertions("anthropic", results, [where])
+    out, carried = anthropic.with_insertions(results, [where])
     assert carried == ("near:urgent:0",)
     (last,) = out["messages"]
     assert last["content"] == [{"type": "tool_result"}, {"type": "text", "text": "URGENT"}]
@@ -1030,7 +1020,7 @@ def test_a_notice_goes_after_the_last_user_message_and_stays_there():
             {"role": "user", "content": [{"type": "text", "text": "go on"}]},
         ]
     }
-    out, _ = with_insertions("anthropic", later, [where])
+    out, _ = anthropic.with_insertions(later, [where])
     assert out["messages"][0]["content"][-1] == {"type": "text", "text": "URGENT"}
     assert out["messages"][1:] == later["messages"][1:]
     assert out["messages"][2] is later["messages"][2]
@@ -1040,10 +1030,10 @@ def test_a_notice_whose_anchor_changed_is_not_carried():
     """A conversation that no longer holds the message the notice went after (the CLI rewrote
     its history, or another conversation uses the pass) carries nothing."""
     first = {"messages": [{"role": "user", "content": "one"}]}
-    where = insertion_at_end("anthropic", first, Notice("k", "NOTE"))
+    where = anthropic.insertion_at_end(first, Notice("k", "NOTE"))
     assert where is not None
     other = {"messages": [{"role": "user", "content": "two"}]}
-    assert with_insertions("anthropic", other, [where]) == (other, ())
+    assert anthropic.with_insertions(other, [where]) == (other, ())
 
 
 def test_a_notice_joins_the_users_turn_before_a_trailing_system_message():
@@ -1055,9 +1045,9 @@ def test_a_notice_joins_the_users_turn_before_a_trailing_system_message():
             {"role": "system", "content": "# Environment"},
         ]
     }
-    where = insertion_at_end("anthropic", first, Notice("k", "NOTE"))
+    where = anthropic.insertion_at_end(first, Notice("k", "NOTE"))
     assert where is not None
-    out, _ = with_insertions("anthropic", first, [where])
+    out, _ = anthropic.with_insertions(first, [where])
     assert out["messages"][0]["content"][-1] == {"type": "text", "text": "NOTE"}
     assert out["messages"][1] is first["messages"][1]
 
@@ -1066,17 +1056,17 @@ def test_a_notice_is_not_added_after_the_models_turn():
     """A conversation ending in an assistant message (a prefill) gets no notice there: user
     text after it would be a turn of its own."""
     replied = {"messages": [{"role": "assistant", "content": "hi"}]}
-    assert insertion_at_end("anthropic", replied, Notice("k", "WARN")) is None
+    assert anthropic.insertion_at_end(replied, Notice("k", "WARN")) is None
 
 
 def test_a_responses_notice_is_an_input_item_after_its_anchor():
     """On the Responses API the notice is a user message item right after the item it went
     after, and later items follow it."""
     body = {"input": [{"type": "function_call_output", "call_id": "c1", "output": "x"}]}
-    where = insertion_at_end("openai", body, Notice("k", "WARN"))
+    where = openai.insertion_at_end(body, Notice("k", "WARN"))
     assert where is not None
     later = {"input": [*body["input"], {"type": "message", "role": "assistant", "content": []}]}
-    out, carried = with_insertions("openai", later, [where])
+    out, carried = openai.with_insertions(later, [where])
     assert carried == ("k",)
     assert out["input"][1] == {
         "type": "message",
@@ -1089,7 +1079,7 @@ def test_a_responses_notice_is_an_input_item_after_its_anchor():
 def test_the_newest_result_names_its_calls_tool_and_size():
     """The last result of either API, with the tool its call named and its text's length;
     none for a request without results."""
-    anthropic = {
+    messages = {
         "messages": [
             {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "Read"}]},
             {
@@ -1098,16 +1088,16 @@ def test_the_newest_result_names_its_calls_tool_and_size():
             },
         ]
     }
-    assert newest_result("anthropic", anthropic) == NewestResult("a", "Read", 9)
+    assert anthropic.newest_result(messages) == NewestResult("a", "Read", 9)
     responses = {
         "input": [
             {"type": "function_call", "call_id": "c", "name": "condense"},
             {"type": "function_call_output", "call_id": "c", "output": "done"},
         ]
     }
-    assert newest_result("openai", responses) == NewestResult("c", "condense", 4)
-    assert newest_result("openai", {"input": "text"}) is None
-    assert newest_result("anthropic", {"messages": [user("hi")]}) is None
+    assert openai.newest_result(responses) == NewestResult("c", "condense", 4)
+    assert openai.newest_result({"input": "text"}) is None
+    assert anthropic.newest_result({"messages": [user("hi")]}) is None
 
 
 # -- where the cache is read again ---------------------------------------------------------------
@@ -1129,9 +1119,9 @@ def test_a_breakpoint_goes_before_the_first_result_shown_anew():
     before it is read; the rest of the request is the same objects."""
     system = [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}]
     body: dict[str, Any] = {"system": system, "messages": _turns(5)}
-    at = first_result(body, {"c2", "c4"})
+    at = anthropic.first_result(body, {"c2", "c4"})
     assert at == 6
-    out = with_breakpoint(body, at - 1)
+    out = anthropic.with_breakpoint(body, at - 1)
     assert out["messages"][5]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     pairs = enumerate(zip(out["messages"], body["messages"], strict=True))
     assert all(a is b for i, (a, b) in pairs if i != 5)
@@ -1145,5 +1135,5 @@ def test_no_breakpoint_past_the_four_a_request_may_carry():
     messages[-1]["content"][-1] = {**messages[-1]["content"][-1], "cache_control": {}}
     tools = [{"name": "t", "cache_control": {}}]
     body: dict[str, Any] = {"system": [marked, marked], "tools": tools, "messages": messages}
-    assert with_breakpoint(body, 2) == body
-    assert with_breakpoint(body, len(body["messages"]) - 1) == body
+    assert anthropic.with_breakpoint(body, 2) == body
+    assert anthropic.with_breakpoint(body, len(body["messages"]) - 1) == body

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from condensate.gateway.wire import Api, ReplyUsage, SseSplitter
+from condensate.gateway.dialects import Api, anthropic, dialect, openai
+from condensate.gateway.wire import ReplyUsage, SseSplitter
 
 ANTHROPIC_USAGE = {
     "input_tokens": 23_000,
@@ -39,7 +40,7 @@ def streamed(api: Api, stream: bytes) -> ReplyUsage:
     splitter = SseSplitter()
     for start in range(0, len(stream), 37):
         for data in splitter.feed(stream[start : start + 37]):
-            usage.read_event(api, data)
+            dialect(api).read_event(usage, data)
     return usage
 
 
@@ -47,8 +48,8 @@ def test_anthropic_body_gives_one_hour_writes_and_compaction():
     """A whole Messages reply: the one-hour part of the writes and the compaction
     iteration's tokens are read; the ``message`` iteration is the top-level count."""
     usage = ReplyUsage()
-    usage.read_body(
-        "anthropic", {"id": "msg_1", "model": "claude-opus-5-5", "usage": ANTHROPIC_USAGE}
+    anthropic.read_body(
+        usage, {"id": "msg_1", "model": "claude-opus-5-5", "usage": ANTHROPIC_USAGE}
     )
     assert usage.complete
     assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (
@@ -95,7 +96,7 @@ def test_anthropic_iterations_without_a_compaction_count_none():
         "output_tokens": 5,
         "iterations": [{"type": "message", "input_tokens": 10, "output_tokens": 5}],
     }
-    usage.read_body("anthropic", {"id": "m", "usage": only_message})
+    anthropic.read_body(usage, {"id": "m", "usage": only_message})
     assert (usage.compaction_input, usage.compaction_output, usage.cache_write_1h) == (0, 0, 0)
 
 
@@ -103,7 +104,7 @@ def test_responses_body_splits_cache_writes_out_of_input():
     """OpenAI counts cached and written tokens inside ``input_tokens``: Condensate's input
     is the rest, the writes are cache_write, and the prompt is still input_tokens."""
     usage = ReplyUsage()
-    usage.read_body("openai", {"id": "resp_1", "model": "gpt-6.2-sol", "usage": RESPONSES_USAGE})
+    openai.read_body(usage, {"id": "resp_1", "model": "gpt-6.2-sol", "usage": RESPONSES_USAGE})
     assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (
         1_000,
         6_000,

@@ -14,7 +14,6 @@ from condensate.gateway.binding import (
     Ledger,
     Lost,
     ReplyThinking,
-    binds,
     block_key,
     item_key,
     keep_valid,
@@ -23,6 +22,7 @@ from condensate.gateway.binding import (
     refused_at,
     without_thinking_from,
 )
+from condensate.gateway.dialects import dialect
 
 
 def _count(text: str) -> int:
@@ -288,9 +288,9 @@ def test_a_responses_change_takes_out_the_reasoning_after_it():
 def test_which_models_bind_their_thinking():
     """The Claude models that run the prefix check, and OpenAI's GPT-5.6 and later; not the
     models before them."""
-    assert binds("anthropic", "claude-opus-5-5")
-    assert binds("anthropic", "claude-haiku-5-5-20261007")
-    assert not binds("anthropic", "claude-sonnet-4-5")
-    assert binds("openai", "gpt-6.2-sol")
-    assert binds("openai", "gpt-5.6-luna")
-    assert not binds("openai", "gpt-5.5")
+    assert dialect("anthropic").binds("claude-opus-5-5")
+    assert dialect("anthropic").binds("claude-haiku-5-5-20261007")
+    assert not dialect("anthropic").binds("claude-sonnet-4-5")
+    assert dialect("openai").binds("gpt-6.2-sol")
+    assert dialect("openai").binds("gpt-5.6-luna")
+    assert not dialect("openai").binds("gpt-5.5")

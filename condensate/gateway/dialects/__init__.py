@@ -1,0 +1,86 @@
+"""The APIs the gateway speaks, one module each behind one small protocol: what an API's
+requests hold and how the gateway changes them in flight, what its replies count, how its
+errors and Condensate's own replies are worded. ``anthropic``: the Messages API (Claude
+Code); ``openai``: the Responses API (Codex). A new API is a module here and a line in
+``DIALECTS``; nothing else in the gateway branches on the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+from condensate.gateway.binding import Kept, Ledger
+from condensate.gateway.dialects import anthropic, openai
+from condensate.gateway.wire import Insertion, ReplyUsage, RequestShape
+from condensate.runtime.gateway_port import Clamps, NewestResult, Notice, ResetCut
+
+Api = Literal["anthropic", "openai"]
+
+
+class Dialect(Protocol):
+    """One API's wire format, as the gateway needs it (a module satisfies it)."""
+
+    PATHS: frozenset[str]
+    """The endpoints whose requests are model calls: the path after ``/gateway/<api>/``,
+    as the CLI appends it to its base URL."""
+    REPLY_PREFIX: str
+
+    def binds(self, model: str) -> bool:
+        """Whether the model binds its thinking (reasoning) to what came before it."""
+        ...
+
+    def keep(
+        self,
+        body: Mapping[str, Any],
+        original: Mapping[str, Any],
+        ledger: Ledger,
+        count: Callable[[str], int],
+    ) -> Kept:
+        """``body`` with the thinking whose binding the gateway's changes broke taken out."""
+        ...
+
+    def with_cache_mark(self, body: Mapping[str, Any], new: set[str]) -> dict[str, Any]:
+        """``body`` marked where the provider's cache can be read again after a change."""
+        ...
+
+    def error_body(self, status: int, code: str, message: str) -> dict[str, Any]:
+        """An error as the provider would word it, so the CLI shows it and retries (or
+        not) the way it does for the provider's own."""
+        ...
+
+    def shape(self, body: Mapping[str, Any]) -> RequestShape: ...
+
+    def read_body(self, into: ReplyUsage, body: Any) -> None: ...
+
+    def read_event(self, into: ReplyUsage, data: Any) -> None: ...
+
+    def held_reply(self, model: str, text: str, reply_id: str) -> dict[str, Any]: ...
+
+    def held_stream(self, model: str, text: str, reply_id: str) -> bytes: ...
+
+    def result_ids(self, body: Mapping[str, Any]) -> list[str]: ...
+
+    def newest_result(self, body: Mapping[str, Any]) -> NewestResult | None: ...
+
+    def with_receipts(
+        self, body: Mapping[str, Any], receipts: Mapping[str, str]
+    ) -> tuple[dict[str, Any], int]: ...
+
+    def with_clamps(self, body: Mapping[str, Any], found: Clamps) -> tuple[dict[str, Any], int]: ...
+
+    def with_reset(self, body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], bool]: ...
+
+    def insertion_at_end(self, body: Mapping[str, Any], notice: Notice) -> Insertion | None: ...
+
+    def with_insertions(
+        self, body: Mapping[str, Any], insertions: Sequence[Insertion]
+    ) -> tuple[dict[str, Any], tuple[str, ...]]: ...
+
+
+DIALECTS: dict[Api, Dialect] = {"anthropic": anthropic, "openai": openai}
+APIS: tuple[Api, ...] = tuple(DIALECTS)
+
+
+def dialect(api: Api) -> Dialect:
+    return DIALECTS[api]

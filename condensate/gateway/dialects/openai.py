@@ -1,0 +1,374 @@
+"""The OpenAI Responses API as the gateway reads and changes it: ``POST /responses``, its
+``instructions``/``tools``/``input`` body (a string, or items: messages, ``*_call`` and
+``*_output`` items, reasoning), its usage (cached and written tokens inside
+``input_tokens``), its SSE events and its error shape (developers.openai.com: Responses,
+Streaming responses, Error codes)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from condensate.core import clamps
+from condensate.gateway.binding import canonical_digest, keep_valid_reasoning
+from condensate.gateway.wire import (
+    Insertion,
+    ReplyUsage,
+    RequestShape,
+    insertions_at,
+    opens_with,
+    sse,
+    text_of,
+)
+from condensate.runtime.gateway_port import Clamps, NewestResult, Notice, ResetCut
+
+PATHS = frozenset({"responses"})
+"""The endpoint whose requests are model calls (the path after ``/gateway/openai/``)."""
+REPLY_PREFIX = "resp"
+"""How the ids of the replies Condensate writes itself begin, as OpenAI's do."""
+keep = keep_valid_reasoning
+"""A changed request's reasoning items whose history changed, taken out."""
+
+
+def binds(model: str) -> bool:
+    """Whether ``model`` drops reasoning after a prefix change: "newer frontier models",
+    which the gateway takes as GPT-5.6 and later (the page does not name them)."""
+    match = re.match(r"gpt-(\d+)(?:\.(\d+))?", model.rsplit("/", 1)[-1])
+    return match is not None and (int(match[1]), int(match[2] or 0)) >= (5, 6)
+
+
+def with_cache_mark(body: Mapping[str, Any], new: set[str]) -> dict[str, Any]:
+    """``body`` as it is: OpenAI caches the longest prefix it has seen, with no marks."""
+    return dict(body)
+
+
+def error_body(status: int, code: str, message: str) -> dict[str, Any]:
+    """An error as OpenAI words one."""
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _items(body: Mapping[str, Any]) -> list[Any]:
+    """The request's input as items (a string input is one user message)."""
+    given = body.get("input")
+    if isinstance(given, str):
+        given = [{"role": "user", "content": given}]
+    return given if isinstance(given, list) else []
+
+
+def shape(body: Mapping[str, Any]) -> RequestShape:
+    listed = _items(body)
+    leading = _leading_fixed(listed)
+    return RequestShape(
+        model=str(body.get("model") or ""),
+        fixed_part=[body.get("instructions"), body.get("tools"), *listed[:leading]],
+        messages=tuple(listed[leading:]),
+        stream=bool(body.get("stream")),
+    )
+
+
+def _leading_fixed(items: list[Any]) -> int:
+    """How many items open a request as its fixed part: the tools Codex sends as an
+    ``additional_tools`` item on its default model ("lite" requests) and its developer (or
+    system) messages, before the conversation starts."""
+    count = 0
+    for item in items:
+        if not isinstance(item, Mapping):
+            break
+        kind = item.get("type", "message")
+        if kind != "additional_tools" and not (
+            kind == "message" and item.get("role") in ("developer", "system")
+        ):
+            break
+        count += 1
+    return count
+
+
+# -- what a reply says ---------------------------------------------------------------------------
+
+
+def read_usage(into: ReplyUsage, usage: Mapping[str, Any]) -> None:
+    """OpenAI counts the cached and the written parts inside ``input_tokens``; Condensate's
+    ``input`` is the rest (GPT-5.6 and later report writes)."""
+    into.seen = True
+    details = usage.get("input_tokens_details")
+    if not isinstance(details, Mapping):
+        details = {}
+    cached = int(details.get("cached_tokens") or 0)
+    written = int(details.get("cache_write_tokens") or 0)
+    into.input = max(int(usage.get("input_tokens") or 0) - cached - written, 0)
+    into.cache_read = cached
+    into.cache_write = written
+    into.output = int(usage.get("output_tokens") or 0)
+
+
+def read_body(into: ReplyUsage, body: Any) -> None:
+    """A whole (non-streamed) reply."""
+    if not isinstance(body, Mapping):
+        return
+    usage = body.get("usage")
+    if isinstance(usage, Mapping):
+        read_usage(into, usage)
+        into.complete = True
+    into.message_id = str(body["id"]) if body.get("id") else None
+    into.model = str(body.get("model") or "")
+
+
+def read_event(into: ReplyUsage, data: Any) -> None:
+    """One SSE event's data: the response's last event carries it whole."""
+    if not isinstance(data, Mapping):
+        return
+    if data.get("type") in {"response.completed", "response.incomplete", "response.failed"}:
+        response = data.get("response")
+        if isinstance(response, Mapping):
+            read_body(into, response)
+            into.complete = into.seen
+
+
+# -- Condensate's own answers --------------------------------------------------------------------
+
+
+def held_reply(model: str, text: str, reply_id: str) -> dict[str, Any]:
+    """A whole reply that ends the CLI's turn with ``text`` and no tool call; it counts no
+    tokens."""
+    return {
+        "id": reply_id,
+        "object": "response",
+        "status": "completed",
+        "model": model,
+        "output": [_message(reply_id, text)],
+        "usage": {
+            "input_tokens": 0,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 0,
+            "total_tokens": 0,
+        },
+    }
+
+
+def _message(reply_id: str, text: str) -> dict[str, Any]:
+    return {
+        "id": f"{reply_id}_msg",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def held_stream(model: str, text: str, reply_id: str) -> bytes:
+    """The same reply as the SSE events the API streams."""
+    whole = held_reply(model, text, reply_id)
+    item = _message(reply_id, text)
+    started = {**whole, "status": "in_progress", "output": [], "usage": None}
+    at: dict[str, Any] = {"item_id": item["id"], "output_index": 0}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"response": started}),
+        ("response.in_progress", {"response": started}),
+        (
+            "response.output_item.added",
+            {"output_index": 0, "item": {**item, "status": "in_progress", "content": []}},
+        ),
+        ("response.content_part.added", {**at, "content_index": 0, "part": part}),
+        ("response.output_text.delta", {**at, "content_index": 0, "delta": text}),
+        ("response.output_text.done", {**at, "content_index": 0, "text": text}),
+        ("response.content_part.done", {**at, "content_index": 0, "part": item["content"][0]}),
+        ("response.output_item.done", {"output_index": 0, "item": item}),
+        ("response.completed", {"response": whole}),
+    ]
+    return b"".join(
+        sse(name, {"type": name, "sequence_number": n, **data})
+        for n, (name, data) in enumerate(events)
+    )
+
+
+# -- cheap tiers in flight -----------------------------------------------------------------------
+
+
+def _is_output(item: Any) -> bool:
+    return isinstance(item, Mapping) and str(item.get("type", "")).endswith("_output")
+
+
+def result_ids(body: Mapping[str, Any]) -> list[str]:
+    """The call ids of the tool results a request carries, in order."""
+    ids = [str(item.get("call_id") or "") for item in body.get("input") or [] if _is_output(item)]
+    return [i for i in ids if i]
+
+
+def newest_result(body: Mapping[str, Any]) -> NewestResult | None:
+    """The request's last tool result (None: it carries none)."""
+    tools: dict[str, str] = {}
+    newest: tuple[str, Any] | None = None
+    items = body.get("input")
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, Mapping):
+            continue
+        kind = str(item.get("type", ""))
+        if kind.endswith("_call"):
+            tools[str(item.get("call_id"))] = str(item.get("name") or "")
+        elif kind.endswith("_output"):
+            newest = str(item.get("call_id") or ""), item.get("output")
+    if newest is None or not newest[0]:
+        return None
+    call_id, output = newest
+    return NewestResult(call_id, tools.get(call_id, ""), len(text_of(output)))
+
+
+def with_receipts(
+    body: Mapping[str, Any], receipts: Mapping[str, str]
+) -> tuple[dict[str, Any], int]:
+    """``body`` with every tool output whose call has a receipt replaced by it, and how many
+    were replaced; items without one are the same objects."""
+    out = dict(body)
+    conversation = body.get("input")
+    if not receipts or not isinstance(conversation, list):
+        return out, 0  # a string input holds no tool result
+    replaced = 0
+    items = []
+    for item in conversation:
+        receipt = receipts.get(str(item.get("call_id"))) if _is_output(item) else None
+        if receipt is not None and item.get("output") != receipt:
+            items.append({**item, "output": receipt})
+            replaced += 1
+        else:
+            items.append(item)
+    out["input"] = items
+    return out, replaced
+
+
+# -- clamps in flight ----------------------------------------------------------------------------
+
+
+def with_clamps(body: Mapping[str, Any], found: Clamps) -> tuple[dict[str, Any], int]:
+    """``body`` with each clamped message text and each clamped call's arguments shown as
+    the view shows them, and how many were changed; the rest is the same objects."""
+    out = dict(body)
+    conversation = body.get("input")
+    if not found or not isinstance(conversation, list):
+        return out, 0
+    changed = 0
+    items = []
+    for item in conversation:
+        new = _clamped_item(item, found) if isinstance(item, Mapping) else item
+        changed += new is not item
+        items.append(new)
+    out["input"] = items
+    return out, changed
+
+
+def _clamped_item(item: Mapping[str, Any], found: Clamps) -> Mapping[str, Any]:
+    kind = item.get("type")
+    if kind == "message" and isinstance(item.get("content"), list):
+        parts = []
+        for part in item["content"]:
+            text = part.get("text") if isinstance(part, Mapping) else None
+            shown = found.text(text) if isinstance(text, str) else text
+            parts.append(part if shown == text else {**part, "text": shown})
+        same = all(a is b for a, b in zip(parts, item["content"], strict=True))
+        return item if same else {**item, "content": parts}
+    seq = found.calls.get(str(item.get("call_id")))
+    if seq is None:
+        return item
+    for key in ("arguments", "input"):  # a function call's JSON, a custom call's text
+        value = item.get(key)
+        if isinstance(value, str) and len(value) > found.cap:
+            shown = (
+                clamps.clamped_json(value, found.cap, seq)
+                if key == "arguments"
+                else clamps.clamp(value, found.cap, seq, argument=True)
+            )
+            return {**item, key: shown}
+    return item
+
+
+# -- an agent's reset in flight ------------------------------------------------------------------
+
+
+def with_reset(body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], bool]:
+    """``body`` starting again from the reset, and whether it did: the fixed items, the
+    reset's notice, then the response holding the agent's ``condense`` call and all after."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return dict(body), False
+    at = _response_at(items, cut.call_id)
+    if at is None:
+        return dict(body), False
+    fixed = [item for item in items[:at] if _fixed_item(item, cut.own_context)]
+    notice_item = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": cut.notice}],
+    }
+    return {**body, "input": [*fixed, notice_item, *items[at:]]}, True
+
+
+def _response_at(items: list[Any], call_id: str) -> int | None:
+    """Where the response holding the call starts: its reasoning and its text come before
+    the call in the input."""
+    for i, item in enumerate(items):
+        if (
+            isinstance(item, Mapping)
+            and item.get("type") == "function_call"
+            and str(item.get("call_id")) == call_id
+        ):
+            start = i
+            while start > 0 and _same_response(items[start - 1]):
+                start -= 1
+            return start
+    return None
+
+
+def _same_response(item: Any) -> bool:
+    if not isinstance(item, Mapping):
+        return False
+    kind = item.get("type")
+    return kind == "reasoning" or (kind == "message" and item.get("role") == "assistant")
+
+
+def _fixed_item(item: Any, marks: tuple[str, ...]) -> bool:
+    """An item of the fixed context: the instructions (developer or system messages), or a
+    user message the CLI wrote itself (its environment)."""
+    if not isinstance(item, Mapping) or item.get("type", "message") != "message":
+        return False
+    role = item.get("role")
+    if role in ("developer", "system"):
+        return True
+    content = item.get("content")
+    if role != "user" or not isinstance(content, list) or not content:
+        return False
+    return all(opens_with(block, marks) for block in content)
+
+
+# -- notices, kept where they were first added ------------------------------------------------
+
+
+def insertion_at_end(body: Mapping[str, Any], notice: Notice) -> Insertion | None:
+    """Where ``notice`` goes in ``body``: after its last item; None when there is none."""
+    conversation = body.get("input")
+    if not isinstance(conversation, list) or not conversation:
+        return None
+    at = len(conversation) - 1
+    last = conversation[at]
+    if not isinstance(last, Mapping):
+        return None
+    return Insertion(notice.key, notice.text, at, canonical_digest(last))
+
+
+def with_insertions(
+    body: Mapping[str, Any], insertions: Sequence[Insertion]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``body`` carrying each insertion whose anchor it still holds, each as a user message
+    item after its anchor, and the keys of those it carries."""
+    conversation = body.get("input")
+    if not isinstance(conversation, list):
+        return dict(body), ()
+    items, added, carried = insertions_at(conversation, insertions)
+    # From the end, so that an item inserted after one index leaves the earlier ones in place.
+    for at in sorted(added, reverse=True):
+        items[at + 1 : at + 1] = [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
+            for t in added[at]
+        ]
+    return ({**body, "input": items}, carried) if carried else (dict(body), ())
