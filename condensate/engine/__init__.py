@@ -191,10 +191,10 @@ class EngineSettings(BaseSettings):
         return True
 
 
-Own = TypeVar("Own", bound=EngineSettings)
+_Own = TypeVar("_Own", bound=EngineSettings)
 
 
-def own_settings(kind: type[Own], given: EngineSettings | None) -> Own:
+def own_settings(kind: type[_Own], given: EngineSettings | None) -> _Own:
     """``given`` when it is an engine's settings of ``kind``, else ``kind``'s read from the
     environment and the configuration file (an engine made outside a daemon, as a benchmark
     makes one)."""
@@ -286,3 +286,22 @@ class EngineInfo:
 
 
 Engines = Mapping[str, EngineInfo]
+
+__all__ = [
+    "INTERRUPTED_BY_OPERATOR",
+    "Checkpoint",
+    "Checkpoints",
+    "EngineAdapter",
+    "EngineEnv",
+    "EngineFactory",
+    "EngineInfo",
+    "EngineSettings",
+    "Engines",
+    "GatewayAccess",
+    "Interruptible",
+    "ThreadSpec",
+    "TurnContext",
+    "TurnOutcome",
+    "Verdict",
+    "own_settings",
+]
