@@ -1,1 +1,5 @@
-"""Test support shipped with Condensate: thread builders (and, later, the fake model server)."""
+"""Test support shipped with Condensate, for its own tests and for an out-of-tree engine or
+log backend proving itself: the fake model server (``fake_model``), thread builders
+(``threads``), builders of values with keyword defaults (``builders``), a scripted turn
+context (``turns``), a daemon in a subprocess (``daemon``), and the contract suites each
+implementation subclasses (``eventlog`` for a log backend, ``engines`` for an engine)."""
