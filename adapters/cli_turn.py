@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from adapters._asks import AskTeller
-from condensate import emergency
+from condensate.runtime import emergency
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,

@@ -90,7 +90,7 @@ from condensate.core.ceilings import CeilingSettings, working_ceiling
 from condensate.core.planner import PlannerSettings
 from condensate.core.tokens import bare_model
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec
-from condensate.engines import installed, profile
+from condensate.engine.registry import installed, profile
 from condensate.replay import WEIGHTS
 from condensate.testing.fake_model import Call, Reply, Text, ToolCalls, reply_to_json
 from condensate.testing.fake_model._accounting import (

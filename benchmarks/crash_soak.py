@@ -47,7 +47,7 @@ if __package__ in (None, ""):
 from benchmarks import soak_checks as checks
 from benchmarks.soak_driver import MODELS, Ack, Driver
 from condensate.core.ceilings import CeilingSettings
-from condensate.engines import installed, profile
+from condensate.engine.registry import installed, profile
 from condensate.settings import Settings
 
 BOUNDARIES = (

@@ -43,9 +43,9 @@ if __package__ in (None, ""):
 from condensate.core.tokens import count_event, counter_for
 from condensate.eventlog import EventStore
 from condensate.events import Event, ToolResult, now_utc
-from condensate.pg_store import PostgresStore
-from condensate.rebuild import rebuilt
-from condensate.sqlite_store import SqliteStore
+from condensate.eventlog.postgres import PostgresStore
+from condensate.eventlog.rebuild import rebuilt
+from condensate.eventlog.sqlite import SqliteStore
 from tests.integration import postgres
 
 REPEATS = 3

@@ -9,7 +9,7 @@ window the planner took, with their token counts. Those events are appended one 
 real SQLite log through the daemon's own ``EventLog`` (WAL, ``synchronous=NORMAL``), with a
 snapshot of the view every 1,000 events as the runtime takes them, and the file is measured
 as it grows and once closed (the WAL folded back in). The thread is then archived
-(``condensate.archive``) and exported, and both files measured (the export also gzipped).
+(``condensate.eventlog.archive``) and exported, and both files measured (the export also gzipped).
 
 An hour of agent work is the task's own pacing: its clock (5 to 40 s a model call, 1 to 8 s a
 tool result, 1 to 10 minutes between human turns) spans the figure ``task_hours`` reports.
@@ -42,13 +42,13 @@ if __package__ in (None, ""):
 
 from benchmarks.long_task import FULL_WINDOW, SMALL_CALLS, machine
 from benchmarks.tasks import FULL_CALLS, SEED, long_task
-from condensate.archive import archive_thread, export_lines
+from condensate.eventlog.archive import archive_thread, export_lines
 from condensate.core.projector import Projection
 from condensate.events import AssistantMessage, Stored
 from condensate.replay import ReplayConfig, run_policy
 from condensate.runtime import SNAPSHOT_EVERY
-from condensate.sqlite_store import SqliteStore
-from condensate.store import EventLog
+from condensate.eventlog.sqlite import SqliteStore
+from condensate.eventlog.sqlite_sync import EventLog
 
 THREAD = "t-long-task"
 SAMPLES = 10

@@ -54,16 +54,16 @@ from condensate.core.meter import ModelWindow
 from condensate.core.projector import Projection
 from condensate.core.prompt import to_messages
 from condensate.core.tokens import Counter, TiktokenCounter, count_event, counter_for
-from condensate.curator import Curator
+from condensate.runtime.curator import Curator
 from condensate.engine import ThreadSpec
-from condensate.engines import installed
+from condensate.engine.registry import installed
 from condensate.events import Event, ToolResult, now_utc
 from condensate.providers import ModelClient, make_client
 from condensate.providers.anthropic import AnthropicClient
 from condensate.runtime import Runtime
 from condensate.settings import Settings
-from condensate.sqlite_store import SqliteStore
-from condensate.store import EventLog
+from condensate.eventlog.sqlite import SqliteStore
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.testing.fake_model import Call, Text, ToolCalls, reply_to_json
 from tests.integration.daemon import fake_process
 

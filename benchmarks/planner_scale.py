@@ -66,7 +66,7 @@ from condensate.core.planner import (
 )
 from condensate.core.render import render_window
 from condensate.core.tokens import Counter, count_event, counter_for
-from condensate.engines import profile
+from condensate.engine.registry import profile
 from condensate.events import (
     AssistantMessage,
     Author,

@@ -16,8 +16,8 @@ from typing import Any
 from condensate.core.ceilings import CeilingSettings
 from condensate.core.meter import ModelWindow, measure
 from condensate.core.projector import project
-from condensate.rebuild import rebuild
-from condensate.store import EventLog
+from condensate.eventlog.rebuild import rebuild
+from condensate.eventlog.sqlite_sync import EventLog
 
 Event = dict[str, Any]
 

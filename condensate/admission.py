@@ -29,7 +29,7 @@ from condensate.core.receipts import bare_tool
 from condensate.core.staged_warnings import due_warning
 from condensate.events import AssistantMessage, ResetCommitted, SystemLine, ToolResult, UserMessage
 from condensate.gateway.wire import Clamps, NewestResult, Notice, Notices, ResetCut
-from condensate.thread import Services, Thread
+from condensate.runtime.thread import Services, Thread
 
 log = structlog.get_logger()
 

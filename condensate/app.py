@@ -25,27 +25,28 @@ import structlog
 from aiohttp import web
 from anyio.abc import TaskGroup
 
-from condensate import edge, statedir
+from condensate import statedir
+from condensate.http import edge
 from condensate.config import read_settings
 from condensate.core.meter import ModelWindow
-from condensate.curator import Curator
+from condensate.runtime.curator import Curator
 from condensate.engine import Engines, EngineSettings
-from condensate.engines import installed, setting_warnings
+from condensate.engine.registry import installed, setting_warnings
 from condensate.errors import ConfigError, TemporaryFailure
 from condensate.eventlog import EventStore
-from condensate.fleet import Fleet, daemon_id
+from condensate.runtime.fleet import Fleet, daemon_id
 from condensate.gateway import Gateway, Upstream
-from condensate.metrics import Metrics
-from condensate.pg_store import Owner, PostgresStore, where
+from condensate.runtime.metrics import Metrics
+from condensate.eventlog.postgres import Owner, PostgresStore, where
 from condensate.providers import ModelClient, ProviderSettings, make_client, parse_model
 from condensate.providers._http import CallObserver
 from condensate.providers.windows import resolve_window
-from condensate.recovery import recover
+from condensate.runtime.recovery import recover
 from condensate.runtime import Runtime
-from condensate.server import Guard, make_app
+from condensate.http.server import Guard, make_app
 from condensate.settings import Settings
-from condensate.sqlite_store import SqliteStore
-from condensate.webhook import UsageWebhook
+from condensate.eventlog.sqlite import SqliteStore
+from condensate.runtime.webhook import UsageWebhook
 
 log = structlog.get_logger()
 

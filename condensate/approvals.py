@@ -20,7 +20,7 @@ from condensate.engine import Verdict
 from condensate.errors import Refused
 from condensate.eventlog import MAX_LIMIT
 from condensate.events import ApprovalAnswered, ApprovalRequested, Stored
-from condensate.thread import Services, Thread
+from condensate.runtime.thread import Services, Thread
 
 DEFAULT_WAIT = timedelta(minutes=5)
 Decision = Literal["allow", "deny"]

@@ -28,17 +28,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
-from condensate import api, store_schema
+from condensate import api
+from condensate.eventlog import schema as store_schema
 from condensate.core.projector import Projection
 from condensate.core.queries import untaken_input
 from condensate.errors import EventLogError, Refused
 from condensate.eventlog import ArchiveRecord, EventStore, ThreadRows, decode_row, digest
 from condensate.events import now_utc
-from condensate.rebuild import rebuilt
+from condensate.eventlog.rebuild import rebuilt
 from condensate.settings import Settings
-from condensate.sqlite_store import SqliteStore
+from condensate.eventlog.sqlite import SqliteStore
 from condensate.statedir import DIR_MODE, FILE_MODE
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 
 if TYPE_CHECKING:
     from condensate.runtime import Runtime

@@ -16,7 +16,7 @@ from condensate.core.prices import price_of
 from condensate.core.tokens import bare_model
 from condensate.errors import Refused
 from condensate.events import AskAnswered, AskMode, AskOpened, CompactionRequested, Stored
-from condensate.thread import Services, Thread
+from condensate.runtime.thread import Services, Thread
 
 
 async def open_ask(runtime: Services, thread: Thread, ask: Ask) -> None:

@@ -12,7 +12,7 @@ its kind's current one; a first ``tail`` starts after the latest snapshot, a rea
 where it is gets every event after it. The store counts nothing: the caller gives each event's
 tokens (``tokens.count_event``) and the store keeps them beside it.
 
-The one way rows leave the log is archiving (``condensate.archive``): a thread's rows, copied
+The one way rows leave the log is archiving (``condensate.eventlog.archive``): a thread's rows, copied
 byte for byte into a verified archive file, are removed as a whole in the transaction that
 records that archive (``archives``, itself append-only). The database lets a row go only when
 a recorded archive covers it, and refuses any later append to an archived thread.

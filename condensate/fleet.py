@@ -24,8 +24,8 @@ import psycopg
 import structlog
 
 from condensate.eventlog import Lease
-from condensate.pg_store import CHANNEL, PostgresStore
-from condensate.recovery import recover_one
+from condensate.eventlog.postgres import CHANNEL, PostgresStore
+from condensate.runtime.recovery import recover_one
 
 if TYPE_CHECKING:
     from condensate.runtime import Runtime

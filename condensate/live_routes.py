@@ -1,4 +1,4 @@
-"""The live routes: the live channel (``condensate.live``) as server-sent event streams.
+"""The live routes: the live channel (``condensate.runtime.live``) as server-sent event streams.
 
 ``GET /threads/:id/live?after=N`` sends every logged event after seq N from the log, then
 each item of the thread as it is published: ``id: <seq>`` on a logged event (a client that
@@ -25,9 +25,9 @@ from aiohttp import web
 
 from condensate.errors import Refused
 from condensate.eventlog import MAX_LIMIT
-from condensate.live import GONE, Item, Subscription, event_json
+from condensate.runtime.live import GONE, Item, Subscription, event_json
 from condensate.runtime import Runtime
-from condensate.thread import Thread
+from condensate.runtime.thread import Thread
 
 HEARTBEAT_SECONDS = 15.0
 """A comment line this often keeps proxies and clients from closing an idle stream."""

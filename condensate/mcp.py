@@ -1,6 +1,6 @@
 """The tools Condensate gives a CLI thread over its own context, as a stdio MCP server.
 
-``python -m condensate.mcp --url URL --thread ID --tools a,b,...`` (the bearer token in
+``python -m condensate.engine.mcp --url URL --thread ID --tools a,b,...`` (the bearer token in
 ``CONDENSATE_MCP_TOKEN``) speaks JSON-RPC 2.0, one message per line on stdin and stdout (MCP's
 stdio transport): ``initialize`` (the protocol version negotiated: the client's when this
 server speaks it, else its own newest), ``notifications/initialized``, ``ping``,
@@ -238,7 +238,7 @@ def config(python: str, url: str, token: str, thread: str, tools: Sequence[str])
                 "type": "stdio",
                 "command": python,
                 "args": [
-                    *("-m", "condensate.mcp", "--url", url, "--thread", thread),
+                    *("-m", "condensate.engine.mcp", "--url", url, "--thread", thread),
                     *("--tools", ",".join(tools)),
                 ],
                 "env": {TOKEN_ENV: token},
@@ -248,7 +248,7 @@ def config(python: str, url: str, token: str, thread: str, tools: Sequence[str])
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m condensate.mcp")
+    parser = argparse.ArgumentParser(prog="python -m condensate.engine.mcp")
     parser.add_argument("--url", required=True, help="the daemon's URL")
     parser.add_argument("--thread", required=True, help="the thread these tools act on")
     parser.add_argument(

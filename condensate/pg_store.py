@@ -393,7 +393,7 @@ class PostgresStore:
         seq, upto, state = rows[0]
         return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
 
-    # -- archiving (``condensate.archive``) ----------------------------------------------------
+    # -- archiving (``condensate.eventlog.archive``) ----------------------------------------------------
 
     async def rows(self, thread_id: str) -> ThreadRows | None:
         async def read(cursor: psycopg.AsyncCursor[Any]) -> ThreadRows | None:

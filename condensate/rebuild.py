@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from condensate.core.projector import Projection
 from condensate.eventlog import EventStore, Snapshot
 from condensate.events import Stored
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 
 
 def rebuild(log: EventLog, thread_id: str) -> Projection:

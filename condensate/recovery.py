@@ -9,15 +9,15 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from condensate import approvals
+from condensate.runtime import approvals
 from condensate.core.projector import Projection
 from condensate.core.queries import open_calls, untaken_input
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError
 from condensate.events import Event, SystemLine, ThreadCreated, ToolResult, TurnEnded, UserMessage
-from condensate.rebuild import rebuilt
+from condensate.eventlog.rebuild import rebuilt
 from condensate.runtime import STOPPED_BY_DAEMON, Runtime
-from condensate.thread import Thread
+from condensate.runtime.thread import Thread
 
 log = structlog.get_logger()
 

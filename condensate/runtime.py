@@ -5,8 +5,8 @@ thread's in-memory projection, so the view in memory is always the log's view. B
 (turns, ask deadlines) runs in the runtime's task group, each task guarded: an exception in
 one thread's work is logged and ends that work only, never another thread or the daemon.
 A turn runs in a cancel scope of its own, which ``interrupt`` uses. Asks and queued
-compactions are in ``condensate.asks``; rebuilding threads after a restart in
-``condensate.recovery``.
+compactions are in ``condensate.runtime.asks``; rebuilding threads after a restart in
+``condensate.runtime.recovery``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from condensate import admission, approvals, asks, engines
-from condensate.admission import Admission
+from condensate.runtime import admission, approvals, asks
+from condensate.engine import registry as engines
+from condensate.runtime.admission import Admission
 from condensate.core import prices, window_step
 from condensate.core.meter import ContextUsage, ModelWindow, measure
 from condensate.core.planner import Ask, Cut
@@ -30,7 +31,7 @@ from condensate.core.projector import Projection
 from condensate.core.queries import last_text, open_calls, unanswered_input
 from condensate.core.summary import Miss, Summary, carry_out
 from condensate.core.tokens import bare_model, count_event, counter_for, small_batch
-from condensate.curator import Curator
+from condensate.runtime.curator import Curator
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
@@ -42,7 +43,7 @@ from condensate.engine import (
     ThreadSpec,
     TurnOutcome,
 )
-from condensate.engines import Profile
+from condensate.engine.registry import Profile
 from condensate.errors import CondensateError, Refused, ThreadOwnedElsewhere
 from condensate.eventlog import EventStore, Owners
 from condensate.events import (
@@ -62,12 +63,12 @@ from condensate.events import (
     now_utc,
 )
 from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut
-from condensate.live import Hub
-from condensate.metrics import Metrics
+from condensate.runtime.live import Hub
+from condensate.runtime.metrics import Metrics
 from condensate.providers import ModelClient
 from condensate.settings import Settings
-from condensate.thread import Thread
-from condensate.turn_context import RuntimeTurn
+from condensate.runtime.thread import Thread
+from condensate.runtime.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
 
@@ -141,7 +142,7 @@ class Runtime:
     threads: dict[str, Thread] = field(default_factory=dict)
     live: Hub = field(default_factory=Hub)
     """The live channel: every event appended is published here once it is folded, with
-    each turn's start and end and a thread's leaving (``condensate.live``)."""
+    each turn's start and end and a thread's leaving (``condensate.runtime.live``)."""
     profiles: dict[str, Profile] = field(init=False)
     _tasks: TaskGroup | None = None
 

@@ -24,7 +24,10 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from pydantic import ValidationError
 
-from condensate import __version__, api, approvals, archive, asks, live_routes, tool_answers, ui
+from condensate import __version__, api
+from condensate.runtime import approvals, asks, tool_answers
+from condensate.eventlog import archive
+from condensate.http import live_routes, ui
 from condensate.api import (
     INT64_MAX,
     ApprovalAnswer,
@@ -40,18 +43,18 @@ from condensate.core.ceilings import CeilingSettings
 from condensate.core.context_tools import ANSWERED_TOOLS, CONDENSE, CONTEXT_USAGE, PIN
 from condensate.core.projector import Bill, Projection
 from condensate.core.tokens import counter_for
-from condensate.edge import BODY_TIMEOUT
+from condensate.http.edge import BODY_TIMEOUT
 from condensate.engine import ThreadSpec
 from condensate.errors import CondensateError, ConfigError, Refused
 from condensate.eventlog import DEFAULT_LIMIT, Lease
 from condensate.events import ResetPolicy, now_utc
 from condensate.gateway import Gateway
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
-from condensate.metrics import TEXT_FORMAT
+from condensate.runtime.metrics import TEXT_FORMAT
 from condensate.providers import parse_model
 from condensate.runtime import Runtime
-from condensate.thread import Thread
-from condensate.turn_context import RuntimeTurn
+from condensate.runtime.thread import Thread
+from condensate.runtime.turn_context import RuntimeTurn
 
 log = structlog.get_logger()
 

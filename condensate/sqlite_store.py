@@ -22,7 +22,7 @@ from condensate.eventlog import (
     check_batch,
 )
 from condensate.events import Event, Stored
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 
 
 class SqliteStore:

@@ -35,8 +35,8 @@ from condensate.eventlog import (
     page_of,
 )
 from condensate.events import Event, SnapshotTaken, Stored, encode, now_utc
-from condensate.store_schema import BACKSTOP_PAGES, BUSY_TIMEOUT_MS, SCHEMA_VERSION, prepare
-from condensate.store_wal import Checkpointer
+from condensate.eventlog.schema import BACKSTOP_PAGES, BUSY_TIMEOUT_MS, SCHEMA_VERSION, prepare
+from condensate.eventlog.wal import Checkpointer
 
 __all__ = [
     "BACKSTOP_PAGES",
@@ -350,7 +350,7 @@ class EventLog:
         seq, upto, state = rows[0]
         return Snapshot(seq=int(seq), upto=int(upto), state=str(state))
 
-    # -- archiving (``condensate.archive``) ----------------------------------------------------
+    # -- archiving (``condensate.eventlog.archive``) ----------------------------------------------------
 
     def rows(self, thread_id: str) -> ThreadRows | None:
         """Every row of the thread as stored, read in one transaction; None when the log has

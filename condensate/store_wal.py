@@ -11,7 +11,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from condensate.store_schema import BUSY_TIMEOUT_MS
+from condensate.eventlog.schema import BUSY_TIMEOUT_MS
 
 
 class Checkpointer:

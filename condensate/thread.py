@@ -15,11 +15,11 @@ from condensate.core.meter import ContextUsage, ModelWindow
 from condensate.core.projector import Projection
 from condensate.core.window_step import Host
 from condensate.engine import Checkpoint, EngineAdapter, ThreadSpec
-from condensate.engines import Profile
+from condensate.engine.registry import Profile
 from condensate.eventlog import EventStore
 from condensate.events import Event, ResetWarned, Stored
 from condensate.gateway.wire import Clamps
-from condensate.live import Hub
+from condensate.runtime.live import Hub
 from condensate.providers import ModelClient
 from condensate.settings import Settings
 

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from condensate import approvals
+from condensate.runtime import approvals
 from condensate.core.meter import ContextUsage
 from condensate.core.projector import Projection
 from condensate.engine import Checkpoint, ThreadSpec, Verdict
 from condensate.events import Event, Stored
-from condensate.live import DELTA
+from condensate.runtime.live import DELTA
 from condensate.providers import ModelClient
-from condensate.thread import Services, Thread
+from condensate.runtime.thread import Services, Thread
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Any
 
 from condensate.core.ceilings import CeilingSettings
 from condensate.core.planner import PlannerSettings
-from condensate.engines import Profile, installed, profile
+from condensate.engine.registry import Profile, installed, profile
 
 
 def shaped(

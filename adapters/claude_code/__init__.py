@@ -20,7 +20,7 @@ process, and starts a new Claude session whose first message is the rendered win
 the root session at its first safe point (its first assistant text) when there is one and the
 window was not forced, else a fresh session. A crash mid-turn resumes the same session once.
 
-A head gets Condensate's MCP server (``condensate.mcp``: ``compact_context``,
+A head gets Condensate's MCP server (``condensate.engine.mcp``: ``compact_context``,
 ``compact_microcompact``, ``context_usage``) through ``--mcp-config --strict-mcp-config``. An ask
 is told to the head in the next user line the engine writes (a follow-up after the turn's
 result when it opened mid-turn); its answer is taken at the next checkpoint or turn start. A

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from adapters import _child, _pinned
 from adapters.claude_code import _permissions
-from condensate import mcp
+from condensate.engine import mcp
 from condensate.core.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, Verdict, own_settings
 from condensate.providers import parse_model

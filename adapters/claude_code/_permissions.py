@@ -11,7 +11,7 @@
   ``--permission-mode dontAsk`` and no prompts: reads inside cwd, no edit, write or shell.
 - ``ask``: Claude Code's own prompting mode (``--permission-mode manual``) with its prompts
   sent to Condensate (``--permission-prompt-tool stdio``): each ``can_use_tool`` request is
-  an approval the operator answers (``condensate.approvals``), denied at its deadline. Reads
+  an approval the operator answers (``condensate.runtime.approvals``), denied at its deadline. Reads
   inside cwd run unasked, as Claude Code decides; writes and commands wait for an answer.
 - Claude Code's own mode names (``acceptEdits``, ``plan``, ...) pass through, unconfined.
 
@@ -23,7 +23,7 @@ not one of Claude Code's tools is refused when the thread is created.
 
 from __future__ import annotations
 
-from condensate import mcp
+from condensate.engine import mcp
 from condensate.engine import ThreadSpec
 from condensate.errors import Refused
 

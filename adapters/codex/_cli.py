@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from adapters import _child, _pinned
-from condensate import mcp
+from condensate.engine import mcp
 from condensate.core.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, own_settings
 from condensate.errors import ConfigError, Refused

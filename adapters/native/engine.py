@@ -23,7 +23,7 @@ import structlog
 from adapters.native.permissions import allows, needs_approval, permissions_problem
 from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
-from condensate import emergency, tool_answers
+from condensate.runtime import emergency, tool_answers
 from condensate.core import near_limits, paging, reset
 from condensate.core.context_tools import COMPACTION_TOOLS, CONTEXT_TOOLS
 from condensate.core.messages import Message, Request, ToolSpec

@@ -6,7 +6,7 @@
   inside cwd; no shell, because a shell cannot be confined to cwd.
 - ``read-only``: read and search, inside cwd as under ``workspace``; no edit, write or shell.
 - ``ask``: as ``default``, but every edit, write and shell call waits for an operator's
-  allow (``condensate.approvals``); a deny or no answer by the deadline refuses it.
+  allow (``condensate.runtime.approvals``); a deny or no answer by the deadline refuses it.
 
 Under the two confined values, the daemon's state directory is refused even inside cwd.
 ``locate`` resolves paths (it reads symlinks, so it runs on the file tools' worker thread).

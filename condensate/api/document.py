@@ -329,7 +329,7 @@ STREAM_SCHEMAS: dict[str, Any] = {
         ]
     },
 }
-"""The live channel's events (``condensate.live_routes``): no model sends them as JSON."""
+"""The live channel's events (``condensate.http.live_routes``): no model sends them as JSON."""
 
 
 class _Schema(GenerateJsonSchema):

@@ -13,7 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import get_args
 
-from condensate import __version__, engines
+from condensate import __version__
+from condensate.engine import registry as engines
 from condensate.cli import completion
 from condensate.cli.local import (
     cmd_archive,

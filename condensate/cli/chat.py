@@ -32,7 +32,7 @@ import anyio
 
 from condensate.cli.output import Style, compaction_lines, cost_text, turn_event
 from condensate.client import DaemonClient, DaemonError
-from condensate.live import DELTA
+from condensate.runtime.live import DELTA
 from condensate.providers.sse import SSEParser
 
 HELP = (

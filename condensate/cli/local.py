@@ -17,7 +17,9 @@ import aiohttp
 import anyio
 from pydantic_settings import BaseSettings
 
-from condensate import __version__, archive, config, engines, statedir
+from condensate import __version__, config, statedir
+from condensate.eventlog import archive
+from condensate.engine import registry as engines
 from condensate.app import engine_checks, log_name, open_store, serve
 from condensate.cli.output import (
     emit,
@@ -34,7 +36,7 @@ from condensate.eventlog import EventStore
 from condensate.events import EVENT_TYPES, now_utc
 from condensate.providers import make_client
 from condensate.settings import Settings, load_settings
-from condensate.sqlite_store import SqliteStore
+from condensate.eventlog.sqlite import SqliteStore
 
 T = TypeVar("T")
 
@@ -142,7 +144,7 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_archive(settings: Settings, args: argparse.Namespace) -> int:
-    """Move a finished thread out of the live log into its archive (``condensate.archive``).
+    """Move a finished thread out of the live log into its archive (``condensate.eventlog.archive``).
     A daemon holding the log's directory does it (``POST /threads/:id/archive``), ending the
     thread's engine; else it is done here, the directory's lock held so that no daemon starts
     meanwhile."""

@@ -11,7 +11,7 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from condensate import ui
+from condensate.http import ui
 from condensate.cli.chat import chat
 from condensate.cli.output import (
     Style,

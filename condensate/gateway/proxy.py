@@ -28,7 +28,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from condensate.core.tokens import counter_for
-from condensate.edge import BODY_TIMEOUT
+from condensate.http.edge import BODY_TIMEOUT
 from condensate.engine import GatewayAccess
 from condensate.errors import ProviderError, TransportFailed
 from condensate.events import ModelUsage, now_utc
@@ -177,7 +177,7 @@ class Admitted(Protocol):
 
 class GatewayAdmitter(Protocol):
     """Who decides about a request over the thread's line (the runtime, see
-    ``condensate.admission``)."""
+    ``condensate.runtime.admission``)."""
 
     def gate(self, thread_id: str) -> int | None:
         """The size above which a request is held for ``admit``; None: never."""

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from condensate.archive import ARCHIVE_DIR, open_archive
+from condensate.eventlog.archive import ARCHIVE_DIR, open_archive
 from condensate.errors import CondensateError, EventLogError
 from condensate.events import (
     EVENT_TYPES,
@@ -21,7 +21,7 @@ from condensate.replay.recording import (
     from_events,
 )
 from condensate.replay.transcripts import formats
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 

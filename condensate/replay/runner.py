@@ -23,7 +23,7 @@ from condensate.core.retention import CallRecord, check, pair_problems
 from condensate.core.summary import CuratorSettings, Miss, carry_out, replaced_entries
 from condensate.core.tokens import Counter as TokenCounter
 from condensate.core.tokens import bare_model, count_event, counter_for
-from condensate.curator import Curator
+from condensate.runtime.curator import Curator
 from condensate.errors import CondensateError, ContextWindowExceeded
 from condensate.events import (
     AssistantMessage,

@@ -42,7 +42,7 @@ import pytest
 
 from condensate.events import ToolResult, UserMessage
 from condensate.replay import ReplayConfig, load, replay
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.testing.builders import RESERVE
 from condensate.testing.daemon import DaemonProcess, call, wait_for
 from condensate.testing.fake_model import (

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from condensate import archive
+from condensate.eventlog import archive
 from condensate.errors import EventLogError, EventNotFound, Refused
 from condensate.eventlog import MAX_LIMIT, ArchiveRecord, EventStore, digest
 from condensate.events import (
@@ -49,7 +49,7 @@ from condensate.events import (
     TurnStarted,
     UserMessage,
 )
-from condensate.rebuild import rebuilt
+from condensate.eventlog.rebuild import rebuilt
 from condensate.testing.builders import finished_thread, said
 from condensate.testing.threads import EPOCH as AT
 

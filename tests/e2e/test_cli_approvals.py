@@ -9,13 +9,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from condensate import approvals
+from condensate.runtime import approvals
 from condensate.api import Approval
 from condensate.engine import ThreadSpec
 from condensate.events import Engine
 from condensate.runtime import Runtime
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
-from condensate.thread import Thread
+from condensate.runtime.thread import Thread
 from tests.integration.test_runtime import running
 
 

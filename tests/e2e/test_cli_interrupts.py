@@ -18,7 +18,7 @@ from condensate.engine import INTERRUPTED_BY_OPERATOR, ThreadSpec
 from condensate.events import Engine
 from condensate.runtime import Runtime
 from condensate.testing.fake_model import FakeModelServer, Slow, Text
-from condensate.thread import Thread
+from condensate.runtime.thread import Thread
 from tests.e2e.conftest import CLAUDE, CODEX
 from tests.integration.daemon import call, running_daemon, wait_for
 from tests.integration.test_runtime import running

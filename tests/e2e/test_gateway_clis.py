@@ -13,7 +13,7 @@ import pytest
 from condensate.core import prices
 from condensate.engine import ThreadSpec
 from condensate.events import BaselineMeasured, Engine, EngineNotice, ModelUsage
-from condensate.server import costs_answer
+from condensate.http.server import costs_answer
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.integration.test_runtime import running
 

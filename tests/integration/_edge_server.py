@@ -1,4 +1,4 @@
-"""A bare edge for tests: ``condensate.edge.accept_forever`` in front of a one-route aiohttp
+"""A bare edge for tests: ``condensate.http.edge.accept_forever`` in front of a one-route aiohttp
 app, in its own process under a low file limit, so that ``accept`` runs out of descriptors
 (the cap is set above what the limit allows).
 
@@ -16,7 +16,7 @@ import sys
 import anyio
 from aiohttp import web
 
-from condensate import edge
+from condensate.http import edge
 from condensate.logs import configure_logging
 
 

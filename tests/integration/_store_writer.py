@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from condensate.events import UserMessage
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 
 THREAD = "crash"
 AT = datetime(2025, 1, 1, tzinfo=UTC)

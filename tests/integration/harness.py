@@ -18,14 +18,14 @@ from aiohttp import web
 
 from condensate.app import open_store, upstream
 from condensate.core.meter import ModelWindow
-from condensate.curator import Curator
+from condensate.runtime.curator import Curator
 from condensate.engine import Engines, EngineSettings
-from condensate.engines import installed
+from condensate.engine.registry import installed
 from condensate.eventlog import EventStore
 from condensate.gateway import Gateway
-from condensate.metrics import Metrics
+from condensate.runtime.metrics import Metrics
 from condensate.providers import ModelClient, make_client
-from condensate.recovery import recover
+from condensate.runtime.recovery import recover
 from condensate.runtime import Runtime
 from condensate.settings import Settings
 from condensate.testing.fake_model import FakeModelServer

@@ -31,7 +31,7 @@ from condensate.events import (
     UserMessage,
     now_utc,
 )
-from condensate.sqlite_store import SqliteStore
+from condensate.eventlog.sqlite import SqliteStore
 from condensate.testing.fake_model import (
     Call,
     Fail,

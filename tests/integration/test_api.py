@@ -23,7 +23,7 @@ import anyio
 import pytest
 
 from condensate.client import DaemonClient
-from condensate.server import MAX_BODY, ROUTES
+from condensate.http.server import MAX_BODY, ROUTES
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
 from tests.integration.daemon import DaemonProcess, call, wait_for
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from condensate import approvals
+from condensate.runtime import approvals
 from condensate.engine import ThreadSpec, Verdict
 from condensate.errors import Refused
 from condensate.events import ApprovalAnswered, ApprovalRequested
 from condensate.runtime import Runtime
 from condensate.testing.fake_model import FakeModelServer, Text
-from condensate.thread import Thread
+from condensate.runtime.thread import Thread
 from tests.integration.harness import runtime_on
 
 

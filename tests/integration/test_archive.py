@@ -30,9 +30,9 @@ from condensate.events import (
     TurnStarted,
     UserMessage,
 )
-from condensate.pg_store import PostgresStore
-from condensate.rebuild import rebuild
-from condensate.store import EventLog
+from condensate.eventlog.postgres import PostgresStore
+from condensate.eventlog.rebuild import rebuild
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
 from tests.integration.daemon import REPO, DaemonProcess, call, running_daemon, wait_for
 

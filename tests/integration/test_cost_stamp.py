@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from condensate import asks
+from condensate.runtime import asks
 from condensate.core.prices import LIST_PRICES, Tokens
 from condensate.events import ModelUsage, now_utc
-from condensate.server import costs_answer
+from condensate.http.server import costs_answer
 from condensate.testing.fake_model import FakeModelServer, Text
 from tests.integration.harness import runtime_on
 from tests.integration.test_runtime import idle_thread, running

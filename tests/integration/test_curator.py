@@ -16,7 +16,7 @@ from condensate.core.planner import Cut
 from condensate.core.probes import probes_for
 from condensate.core.summary import CuratorSettings, Miss, Summary, carry_out, replaced_entries
 from condensate.core.tiers import VERBATIM_HEADING
-from condensate.curator import Curator
+from condensate.runtime.curator import Curator
 from condensate.events import ThinkingBlock
 from condensate.providers import Endpoint, ModelClient, ProviderSettings, make_client
 from condensate.providers._http import RetryPolicy

@@ -10,10 +10,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from condensate import archive
+from condensate.eventlog import archive
 from condensate.errors import EventLogError
 from condensate.eventlog import EventStore
-from condensate.pg_store import PostgresStore
+from condensate.eventlog.postgres import PostgresStore
 from condensate.testing.builders import finished_thread
 from condensate.testing.eventlog import EventLogContract, put
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from condensate.eventlog import EventStore
-from condensate.sqlite_store import SqliteStore
+from condensate.eventlog.sqlite import SqliteStore
 from condensate.testing.eventlog import EventLogContract
 
 _DROPPED = (

@@ -18,8 +18,8 @@ import anyio
 import psycopg
 import pytest
 
-from condensate.pg_store import PostgresStore
-from condensate.rebuild import rebuilt
+from condensate.eventlog.postgres import PostgresStore
+from condensate.eventlog.rebuild import rebuilt
 from condensate.testing.fake_model import FakeModelServer, Slow, Text
 from tests.integration.daemon import DaemonProcess, call, wait_for
 

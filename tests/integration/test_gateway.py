@@ -20,7 +20,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from structlog.testing import capture_logs
 
-from condensate.engines import installed
+from condensate.engine.registry import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
 from condensate.gateway.wire import Clamps, NewestResult, Notices, ResetCut

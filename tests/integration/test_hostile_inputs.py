@@ -18,8 +18,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from condensate.client import DaemonClient
-from condensate.edge import BODY_TIMEOUT
-from condensate.server import errors_middleware
+from condensate.http.edge import BODY_TIMEOUT
+from condensate.http.server import errors_middleware
 from tests.integration.daemon import DaemonProcess
 
 MODEL = "anthropic:claude-sonnet-4-5"

@@ -21,7 +21,7 @@ import aiohttp
 import anyio
 import pytest
 
-from condensate.edge import HEAD_TIMEOUT, OPEN_CONNECTIONS
+from condensate.http.edge import HEAD_TIMEOUT, OPEN_CONNECTIONS
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import REPO, DaemonProcess
 

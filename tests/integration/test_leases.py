@@ -14,7 +14,7 @@ import pytest
 
 from condensate.errors import ThreadOwnedElsewhere
 from condensate.events import UserMessage
-from condensate.pg_store import IDLE_IN_TRANSACTION_MS, SESSION_OPTIONS, Owner, PostgresStore
+from condensate.eventlog.postgres import IDLE_IN_TRANSACTION_MS, SESSION_OPTIONS, Owner, PostgresStore
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 SHORT = 1.0

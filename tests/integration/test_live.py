@@ -23,8 +23,8 @@ from aiohttp import web
 
 from condensate.engine import ThreadSpec
 from condensate.events import SystemLine, now_utc
-from condensate.live import Hub
-from condensate.server import Guard, make_app
+from condensate.runtime.live import Hub
+from condensate.http.server import Guard, make_app
 from condensate.testing.fake_model import FakeModelServer, Slow, Text
 from tests.integration.daemon import DaemonProcess, call, wait_for
 from tests.integration.harness import runtime_on

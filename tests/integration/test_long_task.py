@@ -18,8 +18,8 @@ import anyio
 import pytest
 
 from condensate.core.projector import project
-from condensate.rebuild import rebuild
-from condensate.store import EventLog
+from condensate.eventlog.rebuild import rebuild
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.testing.fake_model import (
     Call,
     Fail,

@@ -1,4 +1,4 @@
-"""A CLI thread's MCP server (``python -m condensate.mcp``) as a real subprocess against a
+"""A CLI thread's MCP server (``python -m condensate.engine.mcp``) as a real subprocess against a
 real daemon: the MCP handshake, the tools of each kind of thread, their answers, and errors."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from condensate.client import DaemonClient
 from condensate.core import context_tools, reset
 from condensate.core.context_tools import offered
-from condensate.mcp import TOKEN_ENV
+from condensate.engine.mcp import TOKEN_ENV
 from tests.integration.daemon import REPO, DaemonProcess
 
 HEAD_TOOLS = offered(head=True, reset=False)
@@ -47,7 +47,7 @@ def session(
     lines = "".join(json.dumps(m) + "\n" for m in messages)
     args = ["--url", daemon.url, "--thread", thread, "--tools", ",".join(tools)]
     result = subprocess.run(
-        [sys.executable, "-m", "condensate.mcp", *args],
+        [sys.executable, "-m", "condensate.engine.mcp", *args],
         input=lines,
         capture_output=True,
         text=True,

@@ -12,7 +12,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from condensate.mcp import PROTOCOL_VERSIONS, TOKEN_ENV
+from condensate.engine.mcp import PROTOCOL_VERSIONS, TOKEN_ENV
 from tests.integration.daemon import REPO, DaemonProcess
 from tests.integration.test_mcp import HEAD_TOOLS, idle_thread
 
@@ -21,7 +21,7 @@ def server(daemon: DaemonProcess, thread: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=[
-            *("-m", "condensate.mcp", "--url", daemon.url, "--thread", thread),
+            *("-m", "condensate.engine.mcp", "--url", daemon.url, "--thread", thread),
             *("--tools", ",".join(HEAD_TOOLS)),
         ],
         env={**os.environ, TOKEN_ENV: daemon.token},

@@ -21,14 +21,14 @@ import anyio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from condensate import asks
+from condensate.runtime import asks
 from condensate.core.messages import Message, Request
 from condensate.core.planner import Ask
 from condensate.events import now_utc
-from condensate.metrics import Metrics
+from condensate.runtime.metrics import Metrics
 from condensate.providers import Endpoint, ProviderSettings, make_client
 from condensate.providers._http import RetryPolicy
-from condensate.server import ROUTES
+from condensate.http.server import ROUTES
 from condensate.testing.fake_model import (
     Call,
     Fail,

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import anyio
 
-from condensate import approvals
+from condensate.runtime import approvals
 from condensate.api import Approval
 from condensate.engine import ThreadSpec
 from condensate.events import ToolResult
 from condensate.runtime import Runtime
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
-from condensate.thread import Thread
+from condensate.runtime.thread import Thread
 from tests.integration.harness import runtime_on
 
 

@@ -22,7 +22,7 @@ from condensate.events import (
     now_utc,
 )
 from condensate.runtime import Runtime
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 from condensate.testing.fake_model import FakeModelServer, Text
 from tests.integration.harness import runtime_on
 

@@ -12,7 +12,7 @@ from typing import Any
 from benchmarks.tasks import long_task
 from condensate.events import AssistantMessage, ThreadCreated, ToolResult, UserMessage
 from condensate.replay import ReplayConfig, load, replay, text_report, write_events
-from condensate.store import EventLog
+from condensate.eventlog.sqlite_sync import EventLog
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY_KEYS = {

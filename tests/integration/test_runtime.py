@@ -10,14 +10,14 @@ from pathlib import Path
 
 import anyio
 
-from condensate import asks
+from condensate.runtime import asks
 from condensate.core.planner import Ask, Cut
 from condensate.engine import Engines, ThreadSpec
 from condensate.events import ModelUsage, UserMessage, Window, now_utc
 from condensate.runtime import Runtime
-from condensate.sqlite_store import SqliteStore
+from condensate.eventlog.sqlite import SqliteStore
 from condensate.testing.fake_model import FakeModelServer, Text
-from condensate.thread import Thread
+from condensate.runtime.thread import Thread
 from tests.integration.harness import runtime_on
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from condensate.server import ROUTES
+from condensate.http.server import ROUTES
 from tests.integration.daemon import DaemonProcess
 
 CHECKS = ",".join(

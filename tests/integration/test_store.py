@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from condensate import store
+from condensate.eventlog import sqlite_sync as store
 from condensate.core.tokens import MESSAGE_OVERHEAD, count_event, counter_for
 from condensate.errors import EventLogError, EventNotFound, UnknownEventVersion
 from condensate.events import (
@@ -36,7 +36,7 @@ from condensate.events import (
     UserMessage,
     encode,
 )
-from condensate.store import (
+from condensate.eventlog.sqlite_sync import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     REPLAY_CHUNK,

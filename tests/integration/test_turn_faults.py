@@ -22,11 +22,11 @@ from condensate.engine import (
     TurnContext,
     TurnOutcome,
 )
-from condensate.engines import installed
+from condensate.engine.registry import installed
 from condensate.errors import Refused
 from condensate.runtime import Runtime
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
-from condensate.thread import Thread
+from condensate.runtime.thread import Thread
 from tests.integration.test_runtime import running
 
 MODEL = "anthropic:claude-sonnet-4-5"

@@ -13,7 +13,7 @@ from condensate.core.ceilings import (
     working_ceiling,
 )
 from condensate.core.planner import PlannerSettings
-from condensate.engines import installed, profile
+from condensate.engine.registry import installed, profile
 from tests.profiles import shaped
 
 DEFAULT = CeilingSettings()

@@ -153,10 +153,10 @@ def test_the_config_points_codex_at_the_daemons_provider(tmp_path):
 
 
 def test_a_heads_config_starts_condensates_mcp_server(tmp_path):
-    """A head's config runs ``condensate.mcp`` for its thread, the API token in its env."""
+    """A head's config runs ``condensate.engine.mcp`` for its thread, the API token in its env."""
     text = _cli.config_toml(SPEC, env(tmp_path), catalog=None, mcp_server=True)
     server = tomllib.loads(text)["mcp_servers"]["condensate"]
-    assert server["args"][:2] == ["-m", "condensate.mcp"]
+    assert server["args"][:2] == ["-m", "condensate.engine.mcp"]
     assert "t-1" in server["args"]
     assert server["env"]["CONDENSATE_MCP_TOKEN"] == TOKEN
 

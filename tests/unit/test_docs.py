@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
-from condensate.engines import installed
+from condensate.engine.registry import installed
 from condensate.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

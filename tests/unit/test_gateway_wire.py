@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from condensate.core.tokens import MESSAGE_OVERHEAD
-from condensate.engines import installed
+from condensate.engine.registry import installed
 from condensate.gateway.passes import Passes, PassRefused
 from condensate.gateway.wire import (
     HELD_MARK,

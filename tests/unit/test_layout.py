@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from condensate.engines import installed
+from condensate.engine.registry import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("condensate", "adapters")

@@ -1,4 +1,4 @@
-"""The live channel's hub (``condensate.live``): who gets what is published, a subscriber
+"""The live channel's hub (``condensate.runtime.live``): who gets what is published, a subscriber
 that falls behind is dropped as lagged without slowing anybody, a closed hub ends every
 subscription; and the server-sent event framing of the live routes."""
 
@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import anyio
 
 from condensate.events import Stored, SystemLine
-from condensate.live import GONE, STATUS, Hub, Item, Subscription, event_json
-from condensate.live_routes import frame
+from condensate.runtime.live import GONE, STATUS, Hub, Item, Subscription, event_json
+from condensate.http.live_routes import frame
 
 AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from condensate import ui
+from condensate.http import ui
 
 
 @pytest.mark.parametrize(
