@@ -1,16 +1,27 @@
 """What the end-to-end tests read from a daemon's log: waiting for events, the outcome of a
-turn, engine notices, and the pairing of every tool call with one result."""
+turn; engine notices and the pairing of every tool call with one result come from the engine
+contract (``condensate.testing.engines``)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
-from condensate.eventlog.sqlite_sync import EventLog
+from condensate.testing.engines import check_pairs, notices, started_pid
 from tests.integration.daemon import DaemonProcess, wait_for
+
+__all__ = [
+    "Events",
+    "check_pairs",
+    "ended",
+    "kind",
+    "notices",
+    "started_pid",
+    "turn_ended",
+    "until",
+]
 
 Events = list[dict[str, Any]]
 
@@ -47,27 +58,3 @@ async def turn_ended(
     done = [e for e in events if e["kind"] == "turn.ended" and e["seq"] > after]
     assert done[0]["outcome"] == "completed", (done[0], daemon.log_tail())
     return events
-
-
-def notices(events: Events, name: str) -> Events:
-    return [e for e in events if e["kind"] == "engine.notice" and e["notice"] == name]
-
-
-def started_pid(events: Events) -> int:
-    """The pid of the CLI process the last ``session-started`` notice names."""
-    started = notices(events, "session-started")[-1]
-    field = next(w for w in started["detail"].split() if w.startswith("pid="))
-    return int(field.removeprefix("pid="))
-
-
-def check_pairs(daemon: DaemonProcess, thread: str) -> None:
-    """Seqs are contiguous and every logged tool call has exactly one result."""
-    with EventLog.open(daemon.home / "condensate.db") as log:
-        stored = list(log.replay(thread))
-    assert [s.seq for s in stored] == list(range(1, len(stored) + 1))
-    calls = [
-        c.id for s in stored if s.event.kind == "message.assistant" for c in s.event.tool_calls
-    ]
-    results = Counter(s.event.call_id for s in stored if s.event.kind == "tool.result")
-    assert all(results[c] == 1 for c in calls), (calls, results)
-    assert sum(results.values()) == len(calls)

@@ -1,33 +1,31 @@
 """The real ``codex`` CLI (the version package.json pins, as ``codex app-server``) driven by a
-real daemon against the fake model server's Responses API: a window that restarts the task in
-a fresh Codex thread, a refusal that forces one, Codex's own compaction with Condensate's
-windowing off, and a killed app-server resumed. Asserted on what the fake received and on the
-log."""
+real daemon against the fake model server's Responses API: the engine contract
+(``TestCodexEngine``: a turn windowed in flight, a refusal that forces a fresh Codex thread, a
+killed app-server resumed, a daemon restart, its rollout replayed, …) and what is Codex's own:
+a summary that restarts the task in a fresh Codex thread, Codex's own compaction with
+Condensate's windowing off, a steer joining a turn, and how a missing or dying Codex fails.
+Asserted on what the fake received and on the log."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 import anyio
 import pytest
 
-from condensate.events import ToolResult, UserMessage
-from condensate.replay import ReplayConfig, load, replay
+from condensate.testing import daemon as testing_daemon
+from condensate.testing.engines import CliEngineContract, Events
 from condensate.testing.fake_model import (
     Call,
     Fail,
     FakeModelServer,
-    Overflow,
     RecordedRequest,
-    Slow,
+    Reply,
     Text,
     ToolCalls,
     Usage,
@@ -116,37 +114,6 @@ def windows_in(request: RecordedRequest) -> list[dict[str, Any]]:
     return [i for i in request.body["input"] if WINDOW_TAG in json.dumps(i)]
 
 
-async def test_a_turn_past_the_line_is_collapsed_in_flight_without_a_new_thread(
-    daemon, fake, workdir
-):
-    """Command outputs push the next request past the line; the gateway holds it, the runtime
-    takes a collapse, and the request goes on with receipts in place of the cleared outputs:
-    no request over the line, no new Codex thread, and every later request of the thread
-    starts with the one before it."""
-    fake.queue(
-        *[shell(f"seq {i} {i + 700}", text=f"Step {i}.") for i in range(13)],
-        Text("all counted"),
-        model=MODEL,
-    )
-    async with aiohttp.ClientSession() as session:
-        thread = await start_codex_thread(session, daemon, workdir)
-        events = await turn_ended(session, daemon, thread)
-
-    windows = [e for e in events if e["kind"] == "window"]
-    assert windows, daemon.log_tail()
-    assert {w["window_kind"] for w in windows} <= {"microcompact", "collapse"}
-    assert not notices(events, "session-fresh")
-    assert [e for e in events if e["kind"] == "message.assistant"][-1]["text"] == "all counted"
-    sent = generations(fake)
-    assert max(r.input_tokens for r in sent) <= LINE
-    first = next(i for i, r in enumerate(sent) if "receipt seq" in json.dumps(r.body))
-    assert sent[first].input_tokens < sent[first - 1].input_tokens
-    for before, after in itertools.pairwise(sent[first:]):
-        kept = after.body["input"][: len(before.body["input"])]
-        assert json.dumps(kept) == json.dumps(before.body["input"])
-    check_pairs(daemon, thread)
-
-
 async def test_long_replies_past_the_line_go_on_in_a_fresh_codex_thread(daemon, fake, workdir):
     """The model's own words are never cleared by a cheap tier: past the line the gateway
     holds the request, the summary is taken, Condensate's own reply ends Codex's turn, and a
@@ -181,80 +148,6 @@ async def test_long_replies_past_the_line_go_on_in_a_fresh_codex_thread(daemon, 
     # A fresh thread: none of the old thread's calls came along outside the window.
     assert not [i for i in opened.body["input"] if i.get("type") == "function_call"]
     assert max(r.input_tokens for r in sent) <= CEILING
-    check_pairs(daemon, thread)
-
-
-async def test_a_refusal_forces_a_window_and_the_turn_goes_on_in_a_fresh_thread(
-    daemon, fake, workdir
-):
-    """The provider refuses a prompt under the ceiling; the refusal is logged, forces a window,
-    and the turn is retried in a fresh Codex thread that starts from the window."""
-    fake.queue(
-        shell("seq 1 400", text="First count."),
-        shell("seq 2 400", text="Second count."),
-        Overflow(),
-        Text("finished after the refusal"),
-        model=MODEL,
-    )
-    async with aiohttp.ClientSession() as session:
-        thread = await start_codex_thread(session, daemon, workdir)
-        events = await turn_ended(session, daemon, thread)
-
-    assert any(e["kind"] == "model.refused" for e in events)
-    windows = [e for e in events if e["kind"] == "window"]
-    assert windows
-    assert windows[0]["forced"]
-    fresh = notices(events, "session-fresh")
-    assert fresh
-    assert fresh[0]["previous_session_id"] == notices(events, "session-started")[0]["session_id"]
-    final = [e for e in events if e["kind"] == "message.assistant"][-1]
-    assert final["text"] == "finished after the refusal"
-
-    sent = generations(fake)
-    refused = next(i for i, r in enumerate(sent) if r.reply == "overflow")
-    retry = sent[refused + 1]
-    assert len(windows_in(retry)) == 1
-    assert not [i for i in retry.body["input"] if i.get("type") == "function_call"]
-    check_pairs(daemon, thread)
-
-
-async def test_a_killed_app_server_is_restarted_on_the_same_codex_thread(daemon, fake, workdir):
-    """SIGKILL of the app-server while the model streams: a new app-server resumes the same
-    Codex thread, nothing logged before the kill is lost, and the turn completes."""
-    fake.queue(
-        shell("echo one-before-the-kill", text="Echoing."),
-        Slow(Text("never finished"), chunk_delay=0.5, chunks=20),
-        Text("finished after the resume"),
-        model=MODEL,
-    )
-    async with aiohttp.ClientSession() as session:
-        thread = await start_codex_thread(session, daemon, workdir)
-        events = await wait_for(
-            session, daemon, thread, lambda e: e["kind"] == "tool.result", seconds=60
-        )
-        deadline = time.monotonic() + 60
-        while not any(r.reply == "slow:text" for r in fake.requests):
-            assert time.monotonic() < deadline, "the slow reply was never asked for"
-            await anyio.sleep(0.05)
-        await anyio.sleep(0.5)
-        os.kill(started_pid(events), signal.SIGKILL)
-        events = await turn_ended(session, daemon, thread)
-
-    before = [e for e in events if e["kind"] == "tool.result"]
-    assert before[0]["output"].strip() == "one-before-the-kill"
-    assert notices(events, "cli-exited")
-    resumed = notices(events, "session-resumed")
-    assert resumed
-    assert resumed[0]["session_id"] == notices(events, "session-started")[0]["session_id"]
-    final = [e for e in events if e["kind"] == "message.assistant"][-1]
-    assert final["text"] == "finished after the resume"
-
-    after = generations(fake)[-1]
-    assert after.reply == "text"
-    body = json.dumps(after.body["input"])
-    assert BRIEF in body
-    assert "one-before-the-kill" in body
-    assert not windows_in(after)  # resumed as it was, not restarted from a window
     check_pairs(daemon, thread)
 
 
@@ -315,39 +208,6 @@ async def test_a_summary_the_curator_cannot_write_fails_the_send(daemon, fake, w
     assert [e for e in events if e["kind"] == "system.line" and e["code"] == "summary-missed"]
     assert not [e for e in events if e["kind"] == "window"]
     assert not notices(events, "codex-compacted")
-    check_pairs(daemon, thread)
-
-
-async def test_after_a_daemon_restart_the_thread_goes_on_from_its_window(daemon, fake, workdir):
-    """The daemon is killed between turns and started again: its app-server goes with it, and
-    the next turn starts a fresh Codex thread from the view rebuilt from the log, with the new
-    message after the window."""
-    fake.queue(shell("echo before-the-restart", text="Echoing."), Text("echoed"), model=MODEL)
-    async with aiohttp.ClientSession() as session:
-        thread = await start_codex_thread(session, daemon, workdir)
-        events = await turn_ended(session, daemon, thread)
-        app_server = started_pid(events)
-        daemon.kill()
-        deadline = time.monotonic() + 30
-        while await anyio.Path(f"/proc/{app_server}").exists():  # stdin closed with the daemon
-            assert time.monotonic() < deadline, "the app-server outlived its daemon"
-            await anyio.sleep(0.1)
-        daemon.start()
-        before = len(generations(fake))
-        fake.queue(Text("carrying on after the restart"), model=MODEL)
-        status, _ = await call(
-            session, daemon, "POST", f"/threads/{thread}/messages", {"text": "NEXT-STEP please"}
-        )
-        assert status == 202
-        events = await turn_ended(session, daemon, thread, events[-1]["seq"])
-
-    fresh = notices(events, "session-fresh")
-    assert fresh
-    assert fresh[-1]["session_id"] != notices(events, "session-started")[0]["session_id"]
-    request = generations(fake)[before]
-    (window,) = windows_in(request)
-    assert "before-the-restart" in json.dumps(window)
-    assert "NEXT-STEP please" in json.dumps(request.body["input"])
     check_pairs(daemon, thread)
 
 
@@ -452,51 +312,68 @@ async def test_a_tools_list_is_refused_at_creation(daemon, fake, workdir):
     assert listed["threads"] == []
 
 
-async def test_the_rollout_codex_wrote_replays(daemon, fake, workdir):
-    """The rollout the real Codex wrote for a thread loads into ``condensate replay``: the
-    human message, each command with its result (a failing one as an error), and a replay
-    whose retention checks pass."""
-    fake.queue(
-        shell("echo ROLLOUT-ONE", text="First."),
-        shell("ls /no-such-dir-here", text="Second."),
-        Text("done with both"),
-        model=MODEL,
-    )
-    async with aiohttp.ClientSession() as session:
-        thread = await start_codex_thread(session, daemon, workdir)
-        await turn_ended(session, daemon, thread)
-    daemon.close()  # the app-server flushes its rollout as it exits
-    (rollout,) = (daemon.home / "codex" / thread / "sessions").rglob("rollout-*.jsonl")
+class TestCodexEngine(CliEngineContract):
+    """The engine contract (``condensate.testing.engines``), passed by the real CLI: a turn
+    windowed in flight keeps its Codex thread, a refusal or a daemon restart goes on in a
+    fresh one that opens with the window, a resume does not."""
 
-    recording = load(rollout)
-    assert recording.source == "codex"
-    assert BRIEF in [e.text for e in recording.events if isinstance(e, UserMessage)]
-    results = [e for e in recording.events if isinstance(e, ToolResult)]
-    assert [r.is_error for r in results] == [False, True]
-    assert "ROLLOUT-ONE" in results[0].output
-    report = await replay(recording, ReplayConfig(window=WINDOW, policies=("condensate",)))
-    assert report.results["condensate"].retention.passed
-    assert report.results["condensate"].calls == recording.model_calls == 3
+    engine = "codex"
+    model = f"openai:{MODEL}"
+    window = WINDOW
+    ceiling = CEILING
+    settings: ClassVar[dict[str, str]] = {"CONDENSATE_WINDOW_CEILING_PI": str(CEILING)}
+    thread_extra: ClassVar[dict[str, Any]] = {"persona": "PERSONA-MARKER: you count carefully."}
+    endpoint = "responses"
+    steps_past_line = 13
+    steps_for_two_threads = 12
 
+    def daemon_env(self, tmp_path: Path) -> dict[str, str]:
+        return {"CONDENSATE_CODEX_BINARY": str(CODEX)}
 
-async def test_two_threads_and_a_slow_curator_stay_under_the_ceiling(daemon, fake, workdir):
-    """Two Codex threads cross their line at the same time while the curator takes 6 s a
-    summary: every request the provider receives stays under the ceiling (the gateway holds
-    each over the line until its window is taken), and both turns complete."""
-    fake.queue(*[shell(f"echo {i}", text=NOTES) for i in range(12)], model=MODEL)
-    fake.queue(Text("all counted"), Text("all counted"), model=MODEL)
-    slow = Slow(Text("Summary: notes on the parser were taken."), chunk_delay=0.6, chunks=10)
-    fake.queue(slow, slow, slow, slow, model="claude-haiku-5-5")
-    async with aiohttp.ClientSession() as session:
-        first = await start_codex_thread(session, daemon, workdir)
-        second = await start_codex_thread(session, daemon, workdir)
-        events = [
-            await turn_ended(session, daemon, first),
-            await turn_ended(session, daemon, second),
-        ]
-    windows = [e for log in events for e in log if e["kind"] == "window"]
-    assert windows, daemon.log_tail()
-    sent = generations(fake)
-    assert max(r.input_tokens for r in sent) <= CEILING
-    check_pairs(daemon, first)
-    check_pairs(daemon, second)
+    def bare_model(self) -> str:
+        return MODEL
+
+    def command(self, command: str, text: str = "") -> Reply:
+        return shell(command, text)
+
+    def conversation(self, request: RecordedRequest) -> list[Any]:
+        return list(request.body["input"])
+
+    def check_windowed_in_flight(self, events: Events, sent: list[RecordedRequest]) -> None:
+        assert not notices(events, "session-fresh")
+
+    def check_refusal_retried(self, retry: RecordedRequest, events: Events) -> None:
+        fresh = notices(events, "session-fresh")
+        assert fresh
+        started = notices(events, "session-started")[0]
+        assert fresh[0]["previous_session_id"] == started["session_id"]
+        assert len(windows_in(retry)) == 1
+        assert not [i for i in retry.body["input"] if i.get("type") == "function_call"]
+
+    async def after_daemon_killed(self, events: Events) -> None:
+        """Its app-server goes with the daemon (its stdin closed)."""
+        app_server = started_pid(events)
+        deadline = time.monotonic() + 30
+        while await anyio.Path(f"/proc/{app_server}").exists():
+            assert time.monotonic() < deadline, "the app-server outlived its daemon"
+            await anyio.sleep(0.1)
+
+    def check_restarted(self, fake: FakeModelServer, before: int, events: Events) -> None:
+        """The next turn starts a fresh Codex thread from the view rebuilt from the log, the
+        new message after the window."""
+        fresh = notices(events, "session-fresh")
+        assert fresh
+        assert fresh[-1]["session_id"] != notices(events, "session-started")[0]["session_id"]
+        request = generations(fake)[before]
+        (window,) = windows_in(request)
+        assert "before the restart" in json.dumps(window)
+        assert "NEXT-STEP please" in json.dumps(request.body["input"])
+
+    def check_resumed(self, request: RecordedRequest) -> None:
+        assert not windows_in(request)  # resumed as it was, not restarted from a window
+
+    def session_record(
+        self, daemon: testing_daemon.DaemonProcess, thread: str, events: Events
+    ) -> Path:
+        (rollout,) = (daemon.home / "codex" / thread / "sessions").rglob("rollout-*.jsonl")
+        return rollout

@@ -1,7 +1,8 @@
 """An engine plugs in without a core edit: the test engine in ``tests/engines/echo.py``,
 registered by an entry point of a distribution that exists only in this test's directory,
-runs threads in a real daemon, with the ceiling and the settings it declares, is listed by the
-API and by ``doctor``, and is recovered after a restart. A daemon without it refuses it."""
+passes the engine contract (``condensate.testing.engines``) in a real daemon, with the
+ceiling and the settings it declares, and is listed by the API and by ``doctor``. A daemon
+without it refuses it."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 import aiohttp
 import pytest
 
+from condensate.testing.engines import EngineContract
 from condensate.testing.fake_model import FakeModelServer
-from tests.integration.daemon import DaemonProcess, call, running_daemon, wait_for
+from tests.integration.daemon import call, running_daemon
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -46,71 +48,42 @@ def a_home(root: Path) -> Path:
     return home
 
 
-def answers(events: list[dict[str, Any]]) -> list[str]:
-    return [e["text"] for e in events if e["kind"] == "message.assistant"]
-
-
-def ended(events: list[dict[str, Any]]) -> bool:
-    return any(e["kind"] == "turn.ended" for e in events)
-
-
-async def send_and_wait(
-    session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, text: str
-) -> list[dict[str, Any]]:
-    path = f"/threads/{thread}/messages"
-    status, body = await call(session, daemon, "POST", path, {"text": text})
-    assert status in (200, 202), body
-    return await wait_for(
-        session, daemon, thread, lambda e: e["kind"] == "message.assistant" and text in e["text"]
-    )
-
-
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     return plugin_site(tmp_path)
 
 
-async def test_a_plugged_in_engine_runs_threads_with_what_it_declares(
+class TestEchoEngine(EngineContract):
+    """The engine contract (``condensate.testing.engines``), passed by the echo engine: its
+    ceiling is 30 % of the window capped at 50,000 (not the native loop's 80,000), its
+    baseline 321, and its answers carry the prefix its own setting gives."""
+
+    engine = "echo"
+    model = MODEL
+    ceiling = 50_000
+    baseline = 321
+    settings: ClassVar[dict[str, str]] = {"CONDENSATE_ECHO_PREFIX": "heard"}
+
+    def daemon_env(self, tmp_path: Path) -> dict[str, str]:
+        return {"PYTHONPATH": plugin_env(plugin_site(tmp_path))["PYTHONPATH"]}
+
+    def daemon_cwd(self) -> Path:
+        return REPO
+
+    def answer(self, fake: FakeModelServer, text: str, asked: str) -> str:
+        return f"heard: {asked}"
+
+
+async def test_the_api_lists_a_plugged_in_engine(
     fake: FakeModelServer, tmp_path: Path, site: Path
 ) -> None:
-    """A thread on the echo engine gets the echo engine's ceiling (30 % capped at 50,000, not
-    the native loop's 80,000 on a 200k window) and its baseline, and its answers carry the
-    prefix its own setting (CONDENSATE_ECHO_PREFIX) read from the daemon's environment."""
-    home = a_home(tmp_path)
+    """The API's schema offers the plugged-in engine among those a thread may be created on."""
     async with aiohttp.ClientSession() as session:
-        with running_daemon(home, fake.url, **plugin_env(site)) as daemon:
+        with running_daemon(a_home(tmp_path), fake.url, **plugin_env(site)) as daemon:
             status, document = await call(session, daemon, "GET", "/openapi.json")
-            assert status == 200
-            engine_schema = document["components"]["schemas"]["CreateThread"]["properties"]
-            assert "echo" in engine_schema["engine"]["anyOf"][0]["enum"]
-            body = {"engine": "echo", "model": MODEL, "cwd": str(tmp_path), "brief": "ping"}
-            status, thread = await call(session, daemon, "POST", "/threads", body)
-            assert status == 201, thread
-            assert thread["engine"] == "echo"
-            assert thread["ceiling"] == 50_000
-            events = await wait_for(session, daemon, thread["id"], lambda e: ended([e]))
-            created = next(e for e in events if e["kind"] == "thread.created")
-            assert created["baseline_tokens"] == 321
-            assert answers(events) == ["heard: ping"]
-
-
-async def test_a_plugged_in_engines_thread_is_recovered_after_a_restart(
-    fake: FakeModelServer, tmp_path: Path, site: Path
-) -> None:
-    """After a restart the daemon rebuilds the echo thread from the log and runs its next
-    turn on the echo engine again: it answers the new message only."""
-    home = a_home(tmp_path)
-    async with aiohttp.ClientSession() as session:
-        with running_daemon(home, fake.url, **plugin_env(site)) as daemon:
-            body = {"engine": "echo", "model": MODEL, "cwd": str(tmp_path), "brief": "one"}
-            status, thread = await call(session, daemon, "POST", "/threads", body)
-            assert status == 201, thread
-            await wait_for(session, daemon, thread["id"], lambda e: ended([e]))
-        with running_daemon(home, fake.url, **plugin_env(site)) as daemon:
-            events = await send_and_wait(session, daemon, thread["id"], "two")
-            assert answers(events) == ["heard: one", "heard: two"]
-            status, listed = await call(session, daemon, "GET", f"/threads/{thread['id']}")
-            assert (status, listed["engine"]) == (200, "echo")
+    assert status == 200
+    engine_schema = document["components"]["schemas"]["CreateThread"]["properties"]
+    assert "echo" in engine_schema["engine"]["anyOf"][0]["enum"]
 
 
 def test_doctor_reports_a_plugged_in_engines_check(tmp_path: Path, site: Path) -> None:

@@ -7,22 +7,11 @@ import pytest
 
 from condensate.core import near_limits
 from condensate.core.meter import ContextUsage
+from condensate.testing.builders import RESERVE, usage
 
 
 def at(used: int, line: int = 10_000) -> ContextUsage:
-    return ContextUsage(
-        used=used,
-        window=200_000,
-        ceiling=line + 8_192,
-        line=line,
-        fraction=used / line if line else 1.0,
-        anchored=True,
-        resolved=True,
-        hard_limit=191_808,
-        limit=line + 8_192,
-        helpless=False,
-        measured=used,
-    )
+    return usage(used=used, ceiling=line + RESERVE)
 
 
 @pytest.mark.parametrize(

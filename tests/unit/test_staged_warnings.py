@@ -8,25 +8,14 @@ from condensate.core import reset
 from condensate.core.meter import ContextUsage
 from condensate.core.staged_warnings import due_warning
 from condensate.events import AssistantMessage, ResetPolicy, ToolCall
+from condensate.testing.builders import usage
 from condensate.testing.threads import ThreadBuilder
 
 POLICY = ResetPolicy(budget=100_000)
 
 
-def usage(window: int = 200_000, resolved: bool = True) -> ContextUsage:
-    return ContextUsage(
-        used=0,
-        window=window,
-        ceiling=80_000,
-        line=71_808,
-        fraction=0.0,
-        anchored=True,
-        resolved=resolved,
-        hard_limit=window - 8_192,
-        limit=80_000,
-        helpless=False,
-        measured=0,
-    )
+def reading(window: int = 200_000, resolved: bool = True) -> ContextUsage:
+    return usage(used=0, window=window, resolved=resolved)
 
 
 def counted(prompt: int) -> ThreadBuilder:
@@ -39,7 +28,7 @@ def counted(prompt: int) -> ThreadBuilder:
 
 def told(b: ThreadBuilder, policy: ResetPolicy = POLICY) -> float | None:
     """The level due now; it is logged as a successful request would log it."""
-    warning = due_warning(b.view, policy, usage(), b.tick())
+    warning = due_warning(b.view, policy, reading(), b.tick())
     if warning is None:
         return None
     b.add(warning, 60)
@@ -65,7 +54,7 @@ def test_a_jump_past_several_levels_tells_the_highest_once() -> None:
 
 def test_the_warning_says_the_percentage_and_the_budget() -> None:
     """The text names the share, the budget and the tokens, and asks for notes first."""
-    warning = due_warning(counted(81_000).view, POLICY, usage(), counted(0).clock)
+    warning = due_warning(counted(81_000).view, POLICY, reading(), counted(0).clock)
     assert warning is not None
     assert (warning.level, warning.used, warning.budget) == (0.80, 81_000, 100_000)
     assert "81% of its 100,000-token budget (81,000 tokens)" in warning.text
@@ -75,8 +64,8 @@ def test_the_warning_says_the_percentage_and_the_budget() -> None:
 def test_a_warning_not_yet_logged_is_due_again() -> None:
     """A request that failed logged nothing: the same warning is due for the next one."""
     b = counted(86_000)
-    first = due_warning(b.view, POLICY, usage(), b.tick())
-    again = due_warning(b.view, POLICY, usage(), b.tick())
+    first = due_warning(b.view, POLICY, reading(), b.tick())
+    again = due_warning(b.view, POLICY, reading(), b.tick())
     assert first is not None
     assert again is not None
     assert first.level == again.level == 0.85
@@ -110,7 +99,7 @@ def test_no_budget_and_an_unknown_window_tell_no_percentage() -> None:
     is no budget, so nothing is told."""
     b = counted(190_000)
     policy = ResetPolicy()
-    assert due_warning(b.view, policy, usage(resolved=False), b.tick()) is None
-    known = due_warning(b.view, policy, usage(window=200_000), b.tick())
+    assert due_warning(b.view, policy, reading(resolved=False), b.tick()) is None
+    known = due_warning(b.view, policy, reading(window=200_000), b.tick())
     assert known is not None
     assert known.level == 0.90
