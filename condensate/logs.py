@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import structlog
+
+log = structlog.get_logger()
+
+THROTTLE_SECONDS = 60.0
+"""A repeating warning anyone can cause (accept failing, connections shed, a refused gateway
+pass) is logged once per interval."""
 
 
 def configure_logging(fmt: Literal["json", "console", "auto"] = "auto") -> None:
@@ -46,3 +54,23 @@ def configure_logging(fmt: Literal["json", "console", "auto"] = "auto") -> None:
     core.handlers = [handler]
     core.setLevel(logging.INFO)
     core.propagate = False
+
+
+@dataclass
+class Throttled:
+    """A warning logged at most once per ``interval``, with how many it stood for: what a
+    client without a token can cause (a bad request, a refused gateway pass) must not fill the
+    log."""
+
+    event: str
+    interval: float = THROTTLE_SECONDS
+    _last: float = float("-inf")
+    _count: int = 0
+
+    def hit(self, **fields: Any) -> None:
+        self._count += 1
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            log.warning(self.event, times=self._count, interval_s=self.interval, **fields)
+            self._last = now
+            self._count = 0

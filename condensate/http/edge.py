@@ -16,7 +16,6 @@ import asyncio
 import errno
 import resource
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -28,6 +27,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from condensate.api import Error
+from condensate.logs import Throttled
 
 log = structlog.get_logger()
 
@@ -38,8 +38,6 @@ HEAD_TIMEOUT = 20.0
 (above aiohttp's client keep-alive of 15 s, so that an idle client closes first)."""
 LINGER = 2.0
 """Seconds spent reading an unread body after a response before the connection closes."""
-THROTTLE_SECONDS = 60.0
-"""A repeating edge warning (accept failing, connections shed) is logged once per interval."""
 ACCEPT_PAUSE = 0.1
 """How long the accept loop waits when ``accept`` fails and no idle connection can be freed."""
 
@@ -64,24 +62,6 @@ def connection_cap(file_limit: int, wanted: int = OPEN_CONNECTIONS) -> int:
     """Client connections may hold at most half the file descriptors: the log, the engines'
     pipes and the provider connections need the rest."""
     return max(1, min(wanted, file_limit // 2))
-
-
-@dataclass
-class Throttled:
-    """A warning logged at most once per ``interval``, with how many it stood for."""
-
-    event: str
-    interval: float = THROTTLE_SECONDS
-    _last: float = float("-inf")
-    _count: int = 0
-
-    def hit(self, **fields: Any) -> None:
-        self._count += 1
-        now = time.monotonic()
-        if now - self._last >= self.interval:
-            log.warning(self.event, times=self._count, interval_s=self.interval, **fields)
-            self._last = now
-            self._count = 0
 
 
 class EdgeHandler(RequestHandler):

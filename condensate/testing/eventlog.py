@@ -411,7 +411,7 @@ class EventLogContract(ABC):
     async def test_archiving_an_unknown_thread_is_refused(
         self, log: LogUnderTest, tmp_path: Path
     ) -> None:
-        """Archiving a thread the log never held is refused as unknown-thread, and writes no file."""
+        """Archiving a thread the log never held is refused (unknown-thread); no file is written."""
         with pytest.raises(Refused, match="There is no thread 'nobody'") as refused:
             await archive.archive_thread(log.store, "nobody", tmp_path / "archive")
         assert refused.value.code == "unknown-thread"
