@@ -56,6 +56,7 @@ ENGINE = EngineInfo(
     restarts=True,
     recall=True,
     own_context=("<system-reminder>",),
+    gateway_api="anthropic",
     session_header="x-claude-code-session-id",
     providers=("anthropic",),
     settings=ClaudeSettings,

@@ -106,7 +106,7 @@ def write_mcp_config(config_dir: Path, spec: ThreadSpec, env: EngineEnv) -> Path
     """The ``--mcp-config`` file: Condensate's tools for the thread, mode 0600 (it holds the
     API token)."""
     tools = offered(head=spec.head, reset=spec.reset is not None)
-    document = mcp.config(sys.executable, env.daemon_url, env.daemon_token, env.thread_id, tools)
+    document = mcp.config(sys.executable, env.daemon_url, env.thread_token, env.thread_id, tools)
     return _child.write_private(config_dir / "condensate-mcp.json", json.dumps(document))
 
 
@@ -116,7 +116,7 @@ def environment(config_dir: Path, env: EngineEnv) -> dict[str, str]:
     and its key; no other provider's, no Condensate setting), no auto-compaction, no outside
     traffic. Each call starts a session: with a gateway, the one before is retired."""
     if env.gateway is not None:
-        base_url, key = env.gateway.anthropic_url, env.gateway.issue()
+        base_url, key = env.gateway.url, env.gateway.issue()
     else:
         base_url, key = env.anthropic_base_url, env.anthropic_api_key
     return _child.child_environment(

@@ -51,6 +51,7 @@ ENGINE = EngineInfo(
     restarts=True,
     recall=True,
     own_context=("<environment_context>", "<user_instructions>", "# AGENTS.md instructions"),
+    gateway_api="openai",
     session_header="thread-id",
     providers=("openai",),
     settings=CodexSettings,

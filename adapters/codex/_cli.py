@@ -171,7 +171,7 @@ def _toml(value: Any) -> str:
 
 def base_url(env: EngineEnv) -> str:
     """The daemon's gateway when there is one, else the provider itself."""
-    return env.openai_base_url if env.gateway is None else env.gateway.openai_url
+    return env.openai_base_url if env.gateway is None else env.gateway.url
 
 
 def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_server: bool) -> str:
@@ -217,7 +217,7 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
     ]
     if mcp_server:
         tools = offered(head=spec.head, reset=spec.reset is not None)
-        server = mcp.config(sys.executable, env.daemon_url, env.daemon_token, env.thread_id, tools)
+        server = mcp.config(sys.executable, env.daemon_url, env.thread_token, env.thread_id, tools)
         entry = server["mcpServers"][mcp.SERVER_NAME]
         lines += [
             "",

@@ -161,12 +161,12 @@ class Interruptible(Protocol):
 
 @dataclass(frozen=True)
 class GatewayAccess:
-    """How a CLI engine reaches its provider through the daemon's gateway: the base URLs to
-    give the CLI, and a pass per session (its API key or bearer token). Issuing a pass
-    retires the thread's earlier one: requests of an older session are refused."""
+    """How a CLI engine reaches its provider through the daemon's gateway: the base URL to
+    give the CLI (its engine's API's, ``EngineInfo.gateway_api``), and a pass per session
+    (its API key or bearer token), good on that API's endpoints only. Issuing a pass retires
+    the thread's earlier one: requests of an older session are refused."""
 
-    anthropic_url: str
-    openai_url: str
+    url: str
     issue: Callable[[], str]
     session: Callable[[str], None]
     """The engine now runs this session (Claude Code's session id, Codex's thread id):
@@ -217,8 +217,9 @@ class EngineEnv:
     """The engine's own settings (``EngineInfo.settings``); None: read from the environment."""
     daemon_url: str = ""
     """Where the daemon's HTTP API answers (a loopback address): a head's tools call it."""
-    daemon_token: str = ""
-    """The API's bearer token, for the same tools."""
+    thread_token: str = ""
+    """The thread's own bearer token for the same tools (``condensate.api.tokens``): good on
+    its tool and compaction routes only, never the daemon's whole token."""
     gateway: GatewayAccess | None = None
     """Set when a daemon serves the gateway: the CLI then holds a pass, never the provider's
     key, and its provider's counts come from the gateway rather than from the CLI."""
@@ -269,6 +270,10 @@ class EngineInfo:
     own_context: tuple[str, ...] = ()
     """How the text blocks open that the engine's CLI itself writes into the conversation
     (its environment, its instructions): an agent's reset keeps them, as fixed context."""
+    gateway_api: str | None = None
+    """The API its CLI speaks through the daemon's gateway (``"anthropic"``: Messages,
+    ``"openai"``: Responses); a pass issued to its threads is good there only. None: its
+    threads get no gateway access."""
     session_header: str | None = None
     """The request header in which the engine's CLI names the session a model request
     belongs to: through the gateway, a request naming an older session is refused."""

@@ -3,7 +3,9 @@
 A pass names its thread and session and is signed with a secret that lives only in the
 daemon's memory, so it is worth nothing to a provider, to another daemon or after a restart.
 Issuing a thread's next pass retires the one before: a request from a session that is no
-longer the thread's current one is refused.
+longer the thread's current one is refused. A pass is good under one API only, its thread's
+engine's: a Claude Code session's pass cannot spend the OpenAI key, nor a Codex session's the
+Anthropic one.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class Passes:
     engine_sessions: dict[str, str] = field(default_factory=dict)
     """Thread -> the engine's own id of its current session (Claude Code's session, Codex's
     thread): one process may run several in turn."""
+    apis: dict[str, str] = field(default_factory=dict)
+    """Thread -> the API its engine's CLI speaks (``EngineInfo.gateway_api``)."""
     session_headers: dict[str, str] = field(default_factory=dict)
     """Thread -> the request header in which its engine's CLI names its session (what the
     engine declares as ``EngineInfo.session_header``)."""
@@ -55,16 +59,19 @@ class Passes:
         message = f"{thread_id}.{session}".encode()
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:40]
 
-    def issue(self, thread_id: str) -> Pass:
-        """A new session for ``thread_id``; the thread's earlier session is retired."""
+    def issue(self, thread_id: str, api: str) -> Pass:
+        """A new session for ``thread_id``, good under ``api`` only; the thread's earlier
+        session is retired."""
         session = secrets.token_hex(8)
         self.current[thread_id] = session
+        self.apis[thread_id] = api
         self.engine_sessions.pop(thread_id, None)
         credential = f"{PREFIX}.{thread_id}.{session}.{self._mac(thread_id, session)}"
         return Pass(thread_id, session, credential)
 
     def retire(self, thread_id: str) -> None:
         self.current.pop(thread_id, None)
+        self.apis.pop(thread_id, None)
         self.engine_sessions.pop(thread_id, None)
 
     def bind(self, thread_id: str, engine_session: str) -> None:
@@ -78,9 +85,10 @@ class Passes:
         value = headers.get(header, "").strip() if header else ""
         return value or None
 
-    def check(self, credential: str, engine_session: str | None = None) -> Pass:
-        """The pass ``credential`` is, if it is this daemon's and its session is current
-        (and, when the request names the engine's session, that one is current too)."""
+    def check(self, credential: str, api: str, engine_session: str | None = None) -> Pass:
+        """The pass ``credential`` is, if it is this daemon's, its session is current (and,
+        when the request names the engine's session, that one is current too) and it was
+        issued for ``api``."""
         parts = credential.split(".")
         if not credential.isascii() or len(parts) != 4 or parts[0] != PREFIX:
             code = "no-gateway-pass"
@@ -94,6 +102,13 @@ class Passes:
             detail = (
                 f"Session {session} is no longer thread {thread_id}'s current session; its "
                 "requests are refused."
+            )
+            raise PassRefused(code, detail)
+        if self.apis.get(thread_id) != api:
+            code = "wrong-api"
+            detail = (
+                f"Thread {thread_id}'s pass is for the {self.apis.get(thread_id)} API, not "
+                f"{api}: a session reaches its own engine's provider only."
             )
             raise PassRefused(code, detail)
         bound = self.engine_sessions.get(thread_id)

@@ -30,7 +30,7 @@ from multidict import CIMultiDict
 from condensate.api.bodies import BODY_TIMEOUT
 from condensate.core.tokens import counter_for
 from condensate.engine import GatewayAccess
-from condensate.errors import ProviderError, TransportFailed
+from condensate.errors import ConfigError, ProviderError, TransportFailed
 from condensate.events import ModelUsage, now_utc
 from condensate.gateway.binding import (
     THINKING_EVENTS,
@@ -41,7 +41,7 @@ from condensate.gateway.binding import (
     without_thinking_from,
 )
 from condensate.gateway.bound import leading_model
-from condensate.gateway.dialects import APIS, Api, dialect
+from condensate.gateway.dialects import APIS, DIALECTS, Api, dialect
 from condensate.gateway.passes import Pass, Passes, PassRefused
 from condensate.gateway.wire import (
     TEXT_EVENTS,
@@ -55,6 +55,7 @@ from condensate.gateway.wire import (
     credential_of,
     held_text,
 )
+from condensate.logs import Throttled
 from condensate.providers._http import CallObserver, classify
 from condensate.providers.sse import text_delta
 from condensate.runtime.gateway_port import Clamps, NewestResult, Notices, ResetCut
@@ -299,6 +300,10 @@ class Gateway:
     """Session -> the notices added to it and its thinking ledger."""
     observer: CallObserver | None = None
     """Who hears of each model request's duration and of the provider's errors."""
+    refused: Throttled = field(default_factory=lambda: Throttled("gateway_refused"))
+    """Requests without a good pass: anyone on the machine can send them, so one line a
+    minute says how many."""
+    off_endpoints: Throttled = field(default_factory=lambda: Throttled("gateway_not_an_endpoint"))
 
     def url(self, daemon_url: str, api: Api) -> str:
         """The base URL a CLI is given: Claude Code appends ``/v1/messages``, Codex
@@ -306,16 +311,20 @@ class Gateway:
         return f"{daemon_url}{PREFIX}/{api}"
 
     def access(
-        self, daemon_url: str, thread_id: str, session_header: str | None = None
+        self, daemon_url: str, thread_id: str, engine_api: str, session_header: str | None = None
     ) -> GatewayAccess:
-        """What the thread's engine gives its CLI sessions; ``session_header`` is where its
-        CLI names the session a request belongs to."""
+        """What the thread's engine gives its CLI sessions, on ``engine_api`` (the API its
+        engine declares); ``session_header`` is where its CLI names the session a request
+        belongs to."""
+        if engine_api not in DIALECTS:
+            msg = f"An engine's gateway API is {engine_api!r}; the gateway speaks {APIS}."
+            raise ConfigError(msg)
+        api: Api = "anthropic" if engine_api == "anthropic" else "openai"
         if session_header:
             self.passes.session_headers[thread_id] = session_header
         return GatewayAccess(
-            anthropic_url=self.url(daemon_url, "anthropic"),
-            openai_url=self.url(daemon_url, "openai"),
-            issue=lambda: self.issue(thread_id).credential,
+            url=self.url(daemon_url, api),
+            issue=lambda: self.issue(thread_id, api).credential,
             session=lambda session_id: self.bind(thread_id, session_id),
         )
 
@@ -326,9 +335,10 @@ class Gateway:
         if self.admitter is not None:
             self.admitter.session_started(thread_id)
 
-    def issue(self, thread_id: str) -> Pass:
-        """A pass for the thread's next CLI session; its earlier one is refused from now."""
-        grant = self.passes.issue(thread_id)
+    def issue(self, thread_id: str, api: Api) -> Pass:
+        """A pass for the thread's next CLI session, good on ``api``; its earlier one is
+        refused from now."""
+        grant = self.passes.issue(thread_id, api)
         for session in [s for s in self.meters if s.startswith(f"{thread_id}.")]:
             del self.meters[session]
         for session in [s for s in self.edits if s.startswith(f"{thread_id}.")]:
@@ -352,11 +362,18 @@ class Gateway:
         credential = credential_of(request.headers)
         named = self.passes.session_named(credential, request.headers)
         try:
-            grant = self.passes.check(credential, named)
+            grant = self.passes.check(credential, api, named)
         except PassRefused as exc:
-            log.warning("gateway_refused", code=exc.code, path=request.path)
+            self.refused.hit(code=exc.code, path=request.path[:200])
             return _error(api, 401, exc.code, str(exc))
         tail = request.match_info["tail"]
+        if not dialect(api).endpoint(request.method, tail):
+            self.off_endpoints.hit(thread=grant.thread_id, method=request.method, path=tail[:200])
+            detail = (
+                f"{request.method} {tail[:200]!r} is not an endpoint the gateway forwards: "
+                f"{dialect(api).ENDPOINTS_TEXT}."
+            )
+            return _error(api, 404, "not-an-endpoint", detail)
         try:
             body = await _body(request)
         except TimeoutError:
@@ -576,6 +593,14 @@ class Gateway:
         data: bytes | None = None,
     ) -> web.StreamResponse:
         """The reply back to the CLI as it comes (``data``: its body, already read)."""
+        if not call.model_call:  # a model call is logged as its model.usage
+            log.info(
+                "gateway_forwarded",
+                thread=call.grant.thread_id,
+                method=request.method,
+                endpoint=request.match_info["tail"],
+                status=upstream.status,
+            )
         headers = _forwarded(upstream.headers, reply=True)
         streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
         try:

@@ -18,6 +18,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from condensate import api
+from condensate.api.tokens import thread_of
 from condensate.errors import CondensateError, Refused
 from condensate.gateway.proxy import PREFIX as GATEWAY_PREFIX
 from condensate.http import ui
@@ -58,6 +59,8 @@ STATUS: dict[str, int] = {
     "thread-archived": 409,
     "thread-owned-elsewhere": 409,
     "thread-changing-hands": 409,
+    # Who may ask
+    "thread-only": 403,
 }
 """The status of each refusal's code; a code not listed (an engine's own) is a 400."""
 
@@ -165,12 +168,28 @@ async def guard_middleware(request: web.Request, handler: Handler) -> web.Stream
     # The gateway's callers carry a pass of their own (checked by the gateway).
     if request.path not in PUBLIC and not request.path.startswith(GATEWAY_PREFIX + "/"):
         sent = request.headers.get("Authorization", "")
-        expected = f"Bearer {request.app[GUARD].token}"
-        if not hmac.compare_digest(sent.encode(), expected.encode()):
-            return error(
-                401,
-                "unauthorized",
-                "This call needs 'Authorization: Bearer <token>' with the token from "
-                "the daemon's state directory.",
-            )
+        token = request.app[GUARD].token
+        if hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            return await handler(request)
+        own = thread_of(sent.removeprefix("Bearer "), token)
+        if own is not None and request.method == "POST" and _own_route(request.path, own):
+            request[BY_THREAD] = own
+            return await handler(request)
+        return error(
+            401,
+            "unauthorized",
+            "This call needs 'Authorization: Bearer <token>' with the token from "
+            "the daemon's state directory.",
+        )
     return await handler(request)
+
+
+BY_THREAD = "by_thread"
+"""The request key that says a request came with a thread's own token: its thread's id."""
+
+
+def _own_route(path: str, thread_id: str) -> bool:
+    """The routes a thread's own token is good for: its tools and its compaction."""
+    own = f"/threads/{thread_id}/"
+    rest = path[len(own) :] if path.startswith(own) else ""
+    return rest == "compact" or (rest.startswith("tools/") and "/" not in rest[6:])

@@ -44,6 +44,7 @@ from condensate.events import ResetPolicy, now_utc
 from condensate.gateway import Gateway
 from condensate.http import live_routes, ui
 from condensate.http.middleware import (
+    BY_THREAD,
     GUARD,
     MAX_BODY,
     RUNTIME,
@@ -444,6 +445,12 @@ async def get_compact(request: web.Request) -> web.Response:
 async def post_compact(request: web.Request) -> web.Response:
     thread = await _thread(request)
     body = CompactAnswer.model_validate(await _json(request))
+    if body.by == "thread" and request.get(BY_THREAD) != thread.thread_id:
+        raise Refused(
+            code="thread-only",
+            detail="Only the thread's own tools (its token) compact as the thread; an operator "
+            "sends by: operator.",
+        )
     stored = await asks.answer(
         request.app[RUNTIME],
         thread,

@@ -28,6 +28,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from condensate.api.tokens import thread_token
 from condensate.core import prices, window_step
 from condensate.core.meter import ContextUsage, ModelWindow, measure
 from condensate.core.planner import Ask, Cut
@@ -131,7 +132,8 @@ class Runtime:
     daemon_url: str = ""
     """The API's address for engines' tools; set by the composition root before ``recover``."""
     daemon_token: str = ""
-    gateway_for: Callable[[str, str | None], GatewayAccess] | None = None
+    gateway_for: Callable[[str, str, str | None], GatewayAccess] | None = None
+    """The gateway's access for a thread: its id, its engine's API, its session header."""
     """A thread's way through the daemon's gateway (given the header its CLI names its
     session in); set by the composition root. None (a runtime without an HTTP server): the
     CLIs call their provider directly."""
@@ -396,10 +398,10 @@ class Runtime:
             openai_api_key=self.settings.openai_api_key,
             settings=profile.settings,
             daemon_url=self.daemon_url,
-            daemon_token=self.daemon_token,
+            thread_token=thread_token(self.daemon_token, thread_id) if self.daemon_token else "",
             gateway=None
-            if self.gateway_for is None
-            else self.gateway_for(thread_id, profile.info.session_header),
+            if self.gateway_for is None or profile.info.gateway_api is None
+            else self.gateway_for(thread_id, profile.info.gateway_api, profile.info.session_header),
         )
 
     async def release(self, thread_id: str) -> None:

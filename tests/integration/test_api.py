@@ -22,6 +22,7 @@ import aiohttp
 import anyio
 import pytest
 
+from condensate.api.tokens import thread_token
 from condensate.client import DaemonClient
 from condensate.http.middleware import MAX_BODY
 from condensate.http.server import ROUTES
@@ -915,3 +916,57 @@ async def test_sigterm_interrupts_a_turn_that_resumes_after_restart(
         await settled(session, process, thread)
     finally:
         process.close()
+
+
+# -- a thread's own token -------------------------------------------------------------------------
+
+
+async def test_a_threads_own_token_reaches_its_tools_and_compaction_only(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """The token a CLI thread's tools hold is good on that thread's tool and compaction
+    routes, and refused 401 everywhere else: another thread's tools, the thread list, the
+    thread itself, a new thread."""
+    mine = await started(session, daemon, tmp_path, "mine")
+    other = await started(session, daemon, tmp_path, "other")
+    own = {"Authorization": f"Bearer {thread_token(daemon.token, mine)}"}
+
+    usage, _ = await call(
+        session, daemon, "POST", f"/threads/{mine}/tools/context_usage", {}, headers=own
+    )
+    compact, _ = await call(
+        session, daemon, "POST", f"/threads/{mine}/compact", {"mode": "decline"}, headers=own
+    )
+    assert usage != 401
+    assert compact == 409  # past the guard: nothing is pending
+    for method, path in [
+        ("POST", f"/threads/{other}/tools/context_usage"),
+        ("POST", f"/threads/{other}/compact"),
+        ("GET", "/threads"),
+        ("GET", f"/threads/{mine}"),
+        ("POST", f"/threads/{mine}/messages"),
+        ("POST", "/threads"),
+    ]:
+        status, body = await call(session, daemon, method, path, {}, headers=own)
+        assert_error(status, body, 401, "unauthorized")
+
+
+async def test_only_the_threads_own_token_compacts_as_the_thread(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """A compaction authored by the thread comes from its own tools: the daemon's token
+    sending ``by: thread`` is refused 403 thread-only and nothing is logged; the thread's
+    own token is taken."""
+    thread = await started(session, daemon, tmp_path, "compact as the thread")
+    before = (await settled(session, daemon, thread))["events"]
+    body = {"mode": "microcompact", "by": "thread"}
+
+    status, refused = await call(session, daemon, "POST", f"/threads/{thread}/compact", body)
+    assert_error(status, refused, 403, "thread-only")
+    assert (await settled(session, daemon, thread))["events"] == before
+
+    own = {"Authorization": f"Bearer {thread_token(daemon.token, thread)}"}
+    status, taken = await call(
+        session, daemon, "POST", f"/threads/{thread}/compact", body, headers=own
+    )
+    assert status in (200, 202), taken

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 import anyio
 import pytest
+import yarl
 from aiohttp import web
 from multidict import CIMultiDict
 from structlog.testing import capture_logs
@@ -117,11 +118,11 @@ class Served:
 
     def key(self, thread_id: str = THREAD) -> dict[str, str]:
         """A new session's pass, as Claude Code sends it."""
-        return {"x-api-key": self.gateway.issue(thread_id).credential}
+        return {"x-api-key": self.gateway.issue(thread_id, "anthropic").credential}
 
     def bearer(self, thread_id: str = THREAD) -> dict[str, str]:
         """A new session's pass, as Codex sends it."""
-        return {"Authorization": f"Bearer {self.gateway.issue(thread_id).credential}"}
+        return {"Authorization": f"Bearer {self.gateway.issue(thread_id, 'openai').credential}"}
 
 
 def upstream_for(fake: FakeModelServer, **fields: Any) -> Upstream:
@@ -343,9 +344,9 @@ def refused_pass(served: Served, case: str) -> tuple[str | None, str]:
     if case == "provider-key":
         return REAL_KEY, "no-gateway-pass"
     if case == "forged":
-        return Passes().issue(THREAD).credential, "invalid-gateway-pass"
-    retired = served.gateway.issue(THREAD).credential
-    served.gateway.issue(THREAD)
+        return Passes().issue(THREAD, "anthropic").credential, "invalid-gateway-pass"
+    retired = served.gateway.issue(THREAD, "anthropic").credential
+    served.gateway.issue(THREAD, "anthropic")
     return retired, "stale-session"
 
 
@@ -413,7 +414,7 @@ async def test_a_request_naming_an_older_engine_session_is_refused(
     stale-session and never forwarded; a request naming the current one goes on."""
     header = installed()["claude"].session_header
     assert header is not None
-    access = served.gateway.access(served.url, THREAD, header)
+    access = served.gateway.access(served.url, THREAD, "anthropic", header)
     credential = access.issue()
     access.session("s-current")
     body = claude_body([user("hi")], stream=False)
@@ -1184,3 +1185,90 @@ async def test_a_client_that_leaves_is_logged_as_gone_not_as_an_unreachable_prov
     logged = [entry["event"] for entry in logs]
     assert "gateway_client_left" in logged
     assert "gateway_upstream_failed" not in logged, f"A client's leaving was logged as {logs}"
+
+
+# -- a pass's reach -------------------------------------------------------------------------------
+
+
+async def test_a_claude_sessions_pass_cannot_spend_the_openai_key(
+    served: Served, fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A pass issued for a Claude Code session (the Messages API) sent to the Responses API,
+    or to its models list, is refused 401 wrong-api and never reaches the OpenAI upstream."""
+    credential = served.gateway.issue(THREAD, "anthropic").credential
+    bearer = {"Authorization": f"Bearer {credential}"}
+    call = await post(http, served.openai(), codex_body([user("hi")]), bearer)
+    async with http.get(served.openai("models"), headers=bearer) as response:
+        listing = response.status, await response.json()
+
+    assert (call.status, call.json()["error"]["code"]) == (401, "wrong-api")
+    assert (listing[0], listing[1]["error"]["code"]) == (401, "wrong-api")
+    assert fake.requests == []
+
+
+async def test_a_codex_sessions_pass_cannot_spend_the_anthropic_key(
+    served: Served, fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """The same the other way: a Codex session's pass on the Messages API is refused."""
+    credential = served.gateway.issue(THREAD, "openai").credential
+    answer = await post(
+        http, served.anthropic(), claude_body([user("hi")]), {"x-api-key": credential}
+    )
+
+    assert answer.status == 401
+    assert "wrong-api" in answer.json()["error"]["message"]
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize(
+    ("method", "tail"),
+    [
+        ("GET", "files"),
+        ("DELETE", "files/file-abc"),
+        ("GET", "organization/admin_api_keys"),
+        ("DELETE", "responses"),
+        ("GET", "responses"),
+        ("GET", "%2e%2e/%2e%2e/escape"),
+        ("GET", "models/%2e%2e"),
+    ],
+)
+async def test_a_pass_reaches_only_the_endpoints_its_cli_uses(
+    served: Served, fake: FakeModelServer, http: aiohttp.ClientSession, method: str, tail: str
+) -> None:
+    """A current Codex pass on any path but Responses and the models list (files, admin
+    keys, another method, a dot-dot segment) is 404 not-an-endpoint, and nothing is
+    forwarded with the real key."""
+    url = f"{served.gateway.url(served.url, 'openai')}/{tail}"
+    async with http.request(method, yarl.URL(url, encoded=True), headers=served.bearer()) as got:
+        status, body = got.status, await got.json()
+
+    assert (status, body["error"]["code"]) == (404, "not-an-endpoint")
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize(("method", "tail"), [("GET", "v1/files"), ("POST", "v1/models")])
+async def test_a_claude_pass_reaches_only_messages_count_tokens_and_models(
+    served: Served, fake: FakeModelServer, http: aiohttp.ClientSession, method: str, tail: str
+) -> None:
+    """On the Messages side too: any endpoint but messages, count_tokens and the models
+    list is 404 not-an-endpoint and never forwarded."""
+    async with http.request(method, served.anthropic(tail), headers=served.key()) as got:
+        status, body = got.status, await got.json()
+
+    assert status == 404
+    assert "not-an-endpoint" in body["error"]["message"]
+    assert fake.requests == []
+
+
+async def test_refused_passes_are_logged_once_a_minute_not_once_each(
+    served: Served, http: aiohttp.ClientSession
+) -> None:
+    """Anyone on the machine can send requests without a pass: 200 of them leave one
+    warning line (saying how many it stands for), not 200."""
+    with capture_logs() as logs:
+        for _ in range(200):
+            answer = await post(http, served.anthropic(), claude_body([user("hi")]), {})
+            assert answer.status == 401
+    refused = [entry for entry in logs if entry["event"] == "gateway_refused"]
+    assert len(refused) == 1
+    assert refused[0]["times"] == 1

@@ -119,12 +119,12 @@ async def test_a_request_over_the_line_is_summarized_and_answered_by_condensate(
             usage = runtime.usage(thread)
             assert usage.used > usage.line  # the log alone is past the line
             assert runtime.gateway_for is not None
-            access = runtime.gateway_for(thread.thread_id, SESSION_HEADER)
+            access = runtime.gateway_for(thread.thread_id, "anthropic", SESSION_HEADER)
             credential = access.issue()
             access.session("s-old")
             big = " ".join(reply_text(i) for i in range(12))
 
-            status, reply = await post(access.anthropic_url, credential, request(big))
+            status, reply = await post(access.url, credential, request(big))
 
             assert status == 200, reply
             assert reply["stop_reason"] == "end_turn"
@@ -140,7 +140,7 @@ async def test_a_request_over_the_line_is_summarized_and_answered_by_condensate(
             assert len(fake.requests) == 1  # the curator's summary, not the held request
             assert "twelve steps" in (windows[0].summary or "")
 
-            status, again = await post(access.anthropic_url, credential, request("and now?"))
+            status, again = await post(access.url, credential, request("and now?"))
 
             assert status == 200
             assert again["content"][0]["text"].startswith(HELD_MARK)

@@ -32,7 +32,7 @@ def env(tmp_path: Path, *, codex_windowing: bool = True) -> EngineEnv:
         openai_base_url="http://127.0.0.1:9/v1",
         openai_api_key="sk-test",
         daemon_url="http://127.0.0.1:4741",
-        daemon_token=TOKEN,
+        thread_token=TOKEN,
         settings=_cli.CodexSettings(codex_windowing=codex_windowing),
     )
 

@@ -90,7 +90,7 @@ def test_a_request_names_its_session_in_the_header_its_engine_declares(engine, h
     thread-id: each engine declares its header, and the passes read a thread's from it."""
     assert installed()[engine].session_header == header
     passes = Passes()
-    grant = passes.issue("t-1")
+    grant = passes.issue("t-1", "anthropic")
     passes.session_headers["t-1"] = header
     assert passes.session_named(grant.credential, {header: " abc "}) == "abc"
 
@@ -99,7 +99,7 @@ def test_no_session_header_is_none():
     """A request naming no session has None, an empty header is no name, and another
     engine's header names nothing for this thread."""
     passes = Passes()
-    grant = passes.issue("t-1")
+    grant = passes.issue("t-1", "anthropic")
     passes.session_headers["t-1"] = "thread-id"
     assert passes.session_named(grant.credential, {"x-api-key": "k"}) is None
     assert passes.session_named(grant.credential, {"thread-id": ""}) is None
@@ -804,40 +804,40 @@ def test_receipts_leave_a_string_input_a_string():
 def refusal(passes: Passes, credential: str, engine_session: str | None = None) -> str:
     """The code ``check`` refuses ``credential`` with."""
     with pytest.raises(PassRefused) as refused:
-        passes.check(credential, engine_session)
+        passes.check(credential, "anthropic", engine_session)
     return refused.value.code
 
 
 def test_an_issued_pass_is_accepted():
     """check accepts the credential issue gave, naming its thread and session."""
     passes = Passes()
-    grant = passes.issue("t-1")
-    checked = passes.check(grant.credential)
+    grant = passes.issue("t-1", "anthropic")
+    checked = passes.check(grant.credential, "anthropic")
     assert (checked.thread_id, checked.session) == ("t-1", grant.session)
 
 
 def test_issuing_again_retires_the_earlier_pass():
     """The thread's next pass makes the one before stale; the new one passes."""
     passes = Passes()
-    first = passes.issue("t-1")
-    second = passes.issue("t-1")
+    first = passes.issue("t-1", "anthropic")
+    second = passes.issue("t-1", "anthropic")
     assert first.session != second.session
     assert refusal(passes, first.credential) == "stale-session"
-    assert passes.check(second.credential).session == second.session
+    assert passes.check(second.credential, "anthropic").session == second.session
 
 
 def test_passes_of_other_threads_are_independent():
     """Issuing a pass for one thread leaves another thread's pass current."""
     passes = Passes()
-    one = passes.issue("t-1")
-    passes.issue("t-2")
-    assert passes.check(one.credential).thread_id == "t-1"
+    one = passes.issue("t-1", "anthropic")
+    passes.issue("t-2", "anthropic")
+    assert passes.check(one.credential, "anthropic").thread_id == "t-1"
 
 
 def test_a_retired_thread_pass_is_stale():
     """After retire, the thread's pass is refused."""
     passes = Passes()
-    grant = passes.issue("t-1")
+    grant = passes.issue("t-1", "anthropic")
     passes.retire("t-1")
     assert refusal(passes, grant.credential) == "stale-session"
 
@@ -845,7 +845,7 @@ def test_a_retired_thread_pass_is_stale():
 def test_a_forged_mac_is_invalid():
     """A pass whose signature does not match is refused as invalid."""
     passes = Passes()
-    grant = passes.issue("t-1")
+    grant = passes.issue("t-1", "anthropic")
     forged = grant.credential.rsplit(".", 1)[0] + "." + "0" * 40
     assert refusal(passes, forged) == "invalid-gateway-pass"
 
@@ -853,8 +853,8 @@ def test_a_forged_mac_is_invalid():
 def test_a_pass_naming_another_thread_is_invalid():
     """Changing the thread a pass names breaks its signature."""
     passes = Passes()
-    grant = passes.issue("t-1")
-    passes.issue("t-2")
+    grant = passes.issue("t-1", "anthropic")
+    passes.issue("t-2", "anthropic")
     assert refusal(passes, grant.credential.replace("t-1", "t-2")) == "invalid-gateway-pass"
 
 
@@ -868,14 +868,14 @@ def test_garbage_is_no_pass(credential: str):
 
 def test_a_pass_from_another_daemon_is_refused():
     """Another secret (another daemon, or this one before a restart) did not sign it."""
-    grant = Passes().issue("t-1")
+    grant = Passes().issue("t-1", "anthropic")
     assert refusal(Passes(), grant.credential) == "invalid-gateway-pass"
 
 
 def test_a_bound_thread_refuses_another_engine_session():
     """Once the engine's session is bound, a request naming another one is stale."""
     passes = Passes()
-    grant = passes.issue("t-1")
+    grant = passes.issue("t-1", "anthropic")
     passes.bind("t-1", "s1")
     assert refusal(passes, grant.credential, "s2") == "stale-session"
 
@@ -883,26 +883,26 @@ def test_a_bound_thread_refuses_another_engine_session():
 def test_a_bound_thread_accepts_its_session_or_none():
     """A request naming the bound session, or no session, passes."""
     passes = Passes()
-    grant = passes.issue("t-1")
+    grant = passes.issue("t-1", "anthropic")
     passes.bind("t-1", "s1")
-    assert passes.check(grant.credential, "s1").thread_id == "t-1"
-    assert passes.check(grant.credential).thread_id == "t-1"
+    assert passes.check(grant.credential, "anthropic", "s1").thread_id == "t-1"
+    assert passes.check(grant.credential, "anthropic").thread_id == "t-1"
 
 
 def test_an_unbound_thread_accepts_any_engine_session():
     """Before any bind, a request may name any engine session."""
     passes = Passes()
-    grant = passes.issue("t-1")
-    assert passes.check(grant.credential, "whatever").thread_id == "t-1"
+    grant = passes.issue("t-1", "anthropic")
+    assert passes.check(grant.credential, "anthropic", "whatever").thread_id == "t-1"
 
 
 def test_issuing_clears_the_binding():
     """A new pass starts unbound: the earlier engine session no longer constrains it."""
     passes = Passes()
-    passes.issue("t-1")
+    passes.issue("t-1", "anthropic")
     passes.bind("t-1", "s1")
-    grant = passes.issue("t-1")
-    assert passes.check(grant.credential, "s2").thread_id == "t-1"
+    grant = passes.issue("t-1", "anthropic")
+    assert passes.check(grant.credential, "anthropic", "s2").thread_id == "t-1"
 
 
 @pytest.mark.parametrize("credential", ["cgw1.t-1.abc.\u00e9", "cgw1.t-\udce9.abc.0"])
@@ -910,7 +910,7 @@ def test_a_credential_with_non_ascii_characters_is_refused_not_an_error(credenti
     """A header may carry any characters: a pass-shaped credential with non-ASCII ones is
     refused like any other forgery, it does not raise something else."""
     with pytest.raises(PassRefused):
-        Passes().check(credential)
+        Passes().check(credential, "anthropic")
 
 
 # -- an agent's reset in flight ------------------------------------------------------------------

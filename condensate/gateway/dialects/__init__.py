@@ -25,6 +25,13 @@ class Dialect(Protocol):
     """The endpoints whose requests are model calls: the path after ``/gateway/<api>/``,
     as the CLI appends it to its base URL."""
     REPLY_PREFIX: str
+    ENDPOINTS_TEXT: str
+    """The endpoints it forwards, as a refusal names them."""
+
+    def endpoint(self, method: str, tail: str) -> bool:
+        """Whether the gateway forwards ``method`` on ``tail`` (the path after
+        ``/gateway/<api>/``): only what the API's CLI uses, with the real credential."""
+        ...
 
     def binds(self, model: str) -> bool:
         """Whether the model binds its thinking (reasoning) to what came before it."""

@@ -6,6 +6,7 @@ Errors, Prompt caching)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,21 @@ from condensate.runtime.gateway_port import Clamps, NewestResult, Notice, ResetC
 
 PATHS = frozenset({"v1/messages"})
 """The endpoint whose requests are model calls (the path after ``/gateway/anthropic/``)."""
+ENDPOINTS = frozenset(
+    {("POST", "v1/messages"), ("POST", "v1/messages/count_tokens"), ("GET", "v1/models")}
+)
+ENDPOINTS_TEXT = "POST v1/messages, POST v1/messages/count_tokens, GET v1/models[/ID]"
+MODEL_ID = re.compile(r"v1/models/[A-Za-z0-9][A-Za-z0-9._:@-]*")
+
+
+def endpoint(method: str, tail: str) -> bool:
+    """The endpoints Claude Code uses (Messages, token counting, models); any other path,
+    another provider's, or a ``..`` segment is none of the gateway's."""
+    return (method, tail) in ENDPOINTS or (
+        method == "GET" and MODEL_ID.fullmatch(tail) is not None and ".." not in tail
+    )
+
+
 REPLY_PREFIX = "msg"
 """How the ids of the replies Condensate writes itself begin, as Anthropic's do."""
 keep = keep_valid

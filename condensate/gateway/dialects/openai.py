@@ -25,6 +25,19 @@ from condensate.runtime.gateway_port import Clamps, NewestResult, Notice, ResetC
 
 PATHS = frozenset({"responses"})
 """The endpoint whose requests are model calls (the path after ``/gateway/openai/``)."""
+ENDPOINTS = frozenset({("POST", "responses"), ("GET", "models")})
+ENDPOINTS_TEXT = "POST responses, GET models[/ID]"
+MODEL_ID = re.compile(r"models/[A-Za-z0-9][A-Za-z0-9._:@-]*")
+
+
+def endpoint(method: str, tail: str) -> bool:
+    """The endpoints Codex uses (Responses, models); files, admin keys, any other path or a
+    ``..`` segment is none of the gateway's."""
+    return (method, tail) in ENDPOINTS or (
+        method == "GET" and MODEL_ID.fullmatch(tail) is not None and ".." not in tail
+    )
+
+
 REPLY_PREFIX = "resp"
 """How the ids of the replies Condensate writes itself begin, as OpenAI's do."""
 keep = keep_valid_reasoning
