@@ -135,9 +135,11 @@ def environment(config_dir: Path, env: EngineEnv) -> dict[str, str]:
 
 
 async def write(process: asyncio.subprocess.Process, data: dict[str, Any]) -> None:
-    """One stream-json line to the CLI's stdin; a CLI that has exited is not an error here."""
+    """One stream-json line to the CLI's stdin; a CLI that has exited is not an error here
+    (its turn reads the exit). Under uvloop a write to a pipe already closed is a
+    RuntimeError, not a BrokenPipeError."""
     assert process.stdin is not None
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, RuntimeError):
         process.stdin.write((json.dumps(data) + "\n").encode())
         await process.stdin.drain()
 

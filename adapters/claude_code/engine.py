@@ -203,8 +203,26 @@ class ClaudeCodeEngine(TurnReader):
         self.window_pending = True  # the next turn starts its session with the window
 
     async def ready(self, ctx: TurnContext) -> None:
+        if self.process is not None and self.process.returncode is not None:
+            await self._exited_between_turns(ctx, self.process.returncode)
         if self.process is None:
             await self._start(ctx)
+
+    async def _exited_between_turns(self, ctx: TurnContext, returncode: int) -> None:
+        """The CLI exited after its last turn (the OOM killer, a kill): the exit is noted
+        and the next process resumes its session."""
+        await ctx.append(
+            EngineNotice(
+                at=ctx.now(),
+                engine="claude",
+                notice="cli-exited",
+                detail=f"exit {returncode} between turns; {_cli.stderr_tail(self.config_dir)}",
+                seat="main",
+                session_id=self.session_id or None,
+            )
+        )
+        await self._end_process()
+        self.next_start = "resume" if self.session_id else "fresh"
 
     async def exchange(self, ctx: TurnContext, message: str) -> Exchange:
         await self._send_user(message)

@@ -114,7 +114,8 @@ class AppServer:
         try:
             self.process.stdin.write((json.dumps(message) + "\n").encode())
             await self.process.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError) as exc:
+        except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
+            # uvloop: a write to a pipe already closed is a RuntimeError
             msg = f"codex app-server (pid {self.pid}) closed its input"
             raise AppServerExited(msg) from exc
 

@@ -223,7 +223,14 @@ class CodexEngine(TurnReader):
     # -- the app-server and its threads ---------------------------------------------------
 
     async def _ensure_server(self, ctx: TurnContext) -> None:
-        """A running app-server; a new one resumes the Codex thread the last one ran."""
+        """A running app-server; a new one resumes the Codex thread the last one ran (an
+        app-server that exited after its last turn is noted first)."""
+        if self.server is not None and self.server.process.returncode is not None:
+            returncode = self.server.process.returncode
+            await self.server.close()
+            self.server = None
+            detail = f"exit {returncode} between turns; {_child.stderr_tail(self.codex_home)}"
+            await self._notice(ctx, "cli-exited", detail)
         if self.server is not None:
             return
         binary = _cli.resolve_binary(self.settings.codex_binary)

@@ -462,6 +462,41 @@ class CliEngineContract(ModelEngineContract):
         self.check_resumed(after)
         check_pairs(daemon, thread)
 
+    async def test_a_cli_killed_between_turns_is_resumed_at_the_next(
+        self,
+        daemon: DaemonProcess,
+        fake: FakeModelServer,
+        workdir: Path,
+        session: aiohttp.ClientSession,
+    ) -> None:
+        """SIGKILL of the CLI after its turn ended (as the OOM killer does): the next message
+        is answered on the same session, the exit noted, and so is every one after it."""
+        self.answer(fake, "first answer", BRIEF)
+        thread = await self.start(session, daemon, workdir)
+        events = await self.turn_ended(session, daemon, thread)
+        pid = started_pid(events)
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _running(pid):
+            assert time.monotonic() < deadline, "the killed CLI never exited"
+            await anyio.sleep(0.05)
+        for n, said in enumerate(["after the kill", "and once more"]):
+            text = self.answer(fake, said, f"step {n}")
+            last = events[-1]["seq"]
+            status, body = await call(
+                session, daemon, "POST", f"/threads/{thread}/messages", {"text": f"step {n}"}
+            )
+            assert status in (200, 202), body
+            events = await self.turn_ended(session, daemon, thread, after=last)
+            assert answers(events)[-1] == text
+
+        exited = notices(events, "cli-exited")
+        assert len(exited) == 1
+        assert "between turns" in exited[0]["detail"]
+        resumed = notices(events, "session-resumed")
+        assert resumed[0]["session_id"] == notices(events, "session-started")[0]["session_id"]
+        check_pairs(daemon, thread)
+
     async def test_two_threads_and_a_slow_curator_stay_under_the_ceiling(
         self,
         daemon: DaemonProcess,
@@ -534,3 +569,12 @@ __all__ = [
     "started_pid",
     "uncached",
 ]
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
