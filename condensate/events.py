@@ -172,8 +172,9 @@ class ModelUsage(_Event):
     measured: int | None = None
     """The gateway's count of the request before it was forwarded (anchor plus delta)."""
     side: bool = False
-    """A call on another model than the thread's (a CLI's title or quota check): billed,
-    but it measures nothing of the thread's prompt."""
+    """A call outside the thread's conversation: on another model than the thread's (a
+    CLI's title or quota check) or in a context of its own (a subagent's): billed, but it
+    measures nothing of the thread's prompt."""
     session: str | None = None
     """The engine's session the call belongs to (Claude Code's session, Codex's thread)."""
     usd: float | None = None

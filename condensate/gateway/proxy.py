@@ -209,9 +209,12 @@ class _Call:
     api: Api
     shape: RequestShape | None
     session: str | None = None
+    """The engine's session the request names (its header), if it names one."""
     model_call: bool = False
     """A POST to the API's model endpoint: timed, and a provider's error to it counted."""
-    """The engine's session the request names (its header), if it names one."""
+    side: bool = False
+    """A model call of a context of its own (a subagent's): forwarded as sent, never held,
+    its usage logged as a side call, nothing of it measured as the thread's prompt."""
     measured: int | None = None
     sent: Sent | None = None
     meter: SessionMeter | None = None
@@ -383,7 +386,12 @@ class Gateway:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
         call = _Call(grant, api, None, session=named)
         call.model_call = request.method == "POST" and tail in dialect(api).PATHS
-        if call.model_call:
+        call.side = call.model_call and dialect(api).side_request(request.headers)
+        if call.side:
+            own = _json_object(body)
+            if own is not None:  # its reply's count is read, no more
+                call.shape = dialect(api).shape(own)
+        elif call.model_call:
             admitter, thread = self.admitter, grant.thread_id
             document: Mapping[str, Any] | None = None
             if admitter is not None and admitter.rewrites(thread):
@@ -740,6 +748,7 @@ class Gateway:
             model=reply.model or asked,
             message_id=reply.message_id,
             measured=call.measured,
+            side=call.side,
             session=call.session or self.passes.engine_sessions.get(call.grant.thread_id),
             thinking_dropped=lost.blocks,
             thinking_dropped_tokens=lost.tokens,

@@ -256,7 +256,7 @@ class Runtime:
         if thread is None:
             log.warning("gateway_usage_dropped", thread=thread_id)
             return
-        side = not _same_model(usage.model, thread.spec.model)
+        side = usage.side or not _same_model(usage.model, thread.spec.model)
         batch: list[Event] = []
         if warned and thread.warning is not None:
             batch.append(thread.warning)

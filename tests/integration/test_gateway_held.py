@@ -21,7 +21,7 @@ from condensate.engine import (
     TurnContext,
     TurnOutcome,
 )
-from condensate.events import AssistantMessage, SystemLine, UserMessage, Window
+from condensate.events import AssistantMessage, ModelUsage, SystemLine, UserMessage, Window
 from condensate.gateway.wire import HELD_MARK
 from condensate.runtime import Runtime
 from condensate.testing.fake_model import FakeModelServer, Text
@@ -84,8 +84,10 @@ def request(text: str) -> dict[str, Any]:
     }
 
 
-async def post(url: str, credential: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    headers = {"x-api-key": credential, SESSION_HEADER: "s-old"}
+async def post(
+    url: str, credential: str, body: dict[str, Any], extra: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
+    headers = {"x-api-key": credential, SESSION_HEADER: "s-old", **(extra or {})}
     async with (
         aiohttp.ClientSession() as http,
         http.post(f"{url}/v1/messages", json=body, headers=headers) as response,
@@ -150,3 +152,45 @@ async def test_a_request_over_the_line_is_summarized_and_answered_by_condensate(
             assert not [
                 e for e in logged if isinstance(e, AssistantMessage) and HELD_MARK in e.text
             ]
+
+
+async def test_a_subagents_request_over_the_line_goes_on_as_sent_as_a_side_call(
+    tmp_path: Path,
+) -> None:
+    """A request Claude Code marks as a subagent's (``x-claude-code-agent-id``) has a context
+    of its own: over the thread's line it is neither held nor answered by Condensate, it
+    reaches the provider as the subagent sent it, its usage is logged as a side call, and the
+    thread's measured prompt and windows are unchanged."""
+    async with FakeModelServer() as fake:
+        fake.queue(Text("the subagent's answer"))
+        async with runtime_on(tmp_path / "home", fake, engines={"talker": TALKER}) as runtime:
+            thread = await runtime.create(
+                ThreadSpec(
+                    engine="talker", model=f"anthropic:{MODEL}", cwd=str(tmp_path), brief="b"
+                )
+            )
+            with anyio.fail_after(30):
+                await thread.turn_done.wait()
+            before = runtime.usage(thread)
+            assert before.used > before.line
+            assert runtime.gateway_for is not None
+            access = runtime.gateway_for(thread.thread_id, "anthropic", SESSION_HEADER)
+            credential = access.issue()
+            access.session("s-old")
+            big = request(" ".join(reply_text(i) for i in range(12)))
+
+            status, reply = await post(
+                access.url, credential, big, {"x-claude-code-agent-id": "agent-1"}
+            )
+
+            assert status == 200, reply
+            assert reply["content"][0]["text"] == "the subagent's answer"
+            [seen] = fake.requests
+            assert seen.body["messages"] == big["messages"]
+            logged = await events(runtime, thread.thread_id)
+            assert not [e for e in logged if isinstance(e, Window)]
+            assert not [e for e in logged if isinstance(e, SystemLine)]
+            [usage] = [e for e in logged if isinstance(e, ModelUsage)]
+            assert usage.side
+            assert usage.measured is None
+            assert runtime.usage(thread).used == before.used

@@ -1137,3 +1137,18 @@ def test_no_breakpoint_past_the_four_a_request_may_carry():
     body: dict[str, Any] = {"system": [marked, marked], "tools": tools, "messages": messages}
     assert anthropic.with_breakpoint(body, 2) == body
     assert anthropic.with_breakpoint(body, len(body["messages"]) - 1) == body
+
+
+def test_a_side_request_is_told_by_its_clis_own_headers():
+    """Claude Code marks a subagent's request with its agent id (and an auxiliary pass with
+    its type), Codex with x-openai-subagent or its parent thread; the main conversation's
+    requests carry none of these."""
+    messages, responses = dialect("anthropic"), dialect("openai")
+    assert messages.side_request({"x-claude-code-agent-id": "agent-1"})
+    assert messages.side_request({"x-claude-code-auxiliary-type": "memory"})
+    assert not messages.side_request(
+        {"x-claude-code-session-id": "s", "x-claude-code-agent-id": ""}
+    )
+    assert responses.side_request({"x-openai-subagent": "review"})
+    assert responses.side_request({"x-codex-parent-thread-id": "th-1"})
+    assert not responses.side_request({"thread-id": "th-1"})

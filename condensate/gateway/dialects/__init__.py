@@ -28,6 +28,11 @@ class Dialect(Protocol):
     ENDPOINTS_TEXT: str
     """The endpoints it forwards, as a refusal names them."""
 
+    def side_request(self, headers: Mapping[str, str]) -> bool:
+        """Whether a model request is a subagent's (or another side context's), not the
+        thread's conversation: forwarded as sent, billed as a side call, measured nothing."""
+        ...
+
     def endpoint(self, method: str, tail: str) -> bool:
         """Whether the gateway forwards ``method`` on ``tail`` (the path after
         ``/gateway/<api>/``): only what the API's CLI uses, with the real credential."""

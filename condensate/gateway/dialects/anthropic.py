@@ -32,6 +32,16 @@ ENDPOINTS_TEXT = "POST v1/messages, POST v1/messages/count_tokens, GET v1/models
 MODEL_ID = re.compile(r"v1/models/[A-Za-z0-9][A-Za-z0-9._:@-]*")
 
 
+SIDE_HEADERS = ("x-claude-code-agent-id", "x-claude-code-auxiliary-type")
+"""What Claude Code sends on a request that is not its main conversation's: a subagent's
+(its agent id, and its parent's) or an auxiliary pass (a memory pass, ...); each has a context
+of its own (strings of the pinned CLI's binary, 2.1.332)."""
+
+
+def side_request(headers: Mapping[str, str]) -> bool:
+    return any(headers.get(name) for name in SIDE_HEADERS)
+
+
 def endpoint(method: str, tail: str) -> bool:
     """The endpoints Claude Code uses (Messages, token counting, models); any other path,
     another provider's, or a ``..`` segment is none of the gateway's."""

@@ -30,6 +30,15 @@ ENDPOINTS_TEXT = "POST responses, GET models[/ID]"
 MODEL_ID = re.compile(r"models/[A-Za-z0-9][A-Za-z0-9._:@-]*")
 
 
+SIDE_HEADERS = ("x-openai-subagent", "x-codex-parent-thread-id")
+"""What Codex sends on a subagent's request (its kind, its parent thread), whose context is
+its own (strings of the pinned CLI's binary, 0.171.0)."""
+
+
+def side_request(headers: Mapping[str, str]) -> bool:
+    return any(headers.get(name) for name in SIDE_HEADERS)
+
+
 def endpoint(method: str, tail: str) -> bool:
     """The endpoints Codex uses (Responses, models); files, admin keys, any other path or a
     ``..`` segment is none of the gateway's."""
