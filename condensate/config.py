@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import AliasChoices, ValidationError
-from pydantic_settings import BaseSettings
+from pydantic_settings import BaseSettings, SettingsError
 
 from condensate.errors import ConfigError
 
@@ -98,6 +98,13 @@ def read_settings(kind: type[Read]) -> Read:
     except ValidationError as exc:
         problems = "; ".join(_problem(kind, error, path) for error in exc.errors())
         msg = f"Invalid settings: {problems}."
+        raise ConfigError(msg) from exc
+    except SettingsError as exc:
+        # A JSON-valued setting that is not JSON: pydantic-settings names only the field.
+        named = re.search(r'field "(\w+)"', str(exc))
+        field = named[1] if named else ""
+        error = {"loc": (field,), "msg": "not valid JSON"}
+        msg = f"Invalid settings: {_problem(kind, error, path)}."
         raise ConfigError(msg) from exc
 
 

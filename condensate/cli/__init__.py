@@ -222,14 +222,15 @@ EX_CONFIG = 78
 
 
 def exit_status(command: str, error: CondensateError) -> int:
-    """2 for a command's error, but ``serve`` tells its supervisor whether trying again can
-    help: 78 (EX_CONFIG, which the systemd unit does not restart) for a setting that cannot
-    work, 75 (EX_TEMPFAIL) for something that stands in the way for now (a busy port, the
-    state directory another daemon holds)."""
+    """78 (EX_CONFIG, which the systemd unit does not restart) for a setting in effect that
+    cannot work, whatever the command (``config set`` refusing a value is its argument's
+    error: 2); else 2 for a command's error, but ``serve`` tells its supervisor whether
+    trying again can help: 75 (EX_TEMPFAIL) for something that stands in the way for now (a
+    busy port, the state directory another daemon holds)."""
+    if isinstance(error, ConfigError) and command != "config":
+        return EX_CONFIG
     if command != "serve":
         return 2
-    if isinstance(error, ConfigError):
-        return EX_CONFIG
     if isinstance(error, TemporaryFailure):
         return EX_TEMPFAIL
     return 2

@@ -114,10 +114,23 @@ def test_a_bad_value_in_the_file_is_one_sentence_naming_its_line(tmp_path: Path)
     path.parent.mkdir(parents=True)
     path.write_text("\nCONDENSATE_WINDOW_TARGET=lots\n")
     done = run(tmp_path, "threads")
-    assert done.returncode == 2
+    assert done.returncode == 78
     assert done.stderr == (
         f"condensate: Invalid settings: CONDENSATE_WINDOW_TARGET (set in {path}:2): Input should "
         "be a valid number, unable to parse string as a number.\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["threads", "serve"])
+def test_a_json_setting_that_is_not_json_is_one_sentence_and_exit_78(tmp_path: Path, command: str):
+    """A JSON-valued setting that does not parse stops any command, the daemon included, with
+    one sentence naming the variable and where it was set, and EX_CONFIG (78: the systemd
+    unit does not restart it); no traceback."""
+    done = run(tmp_path, command, CONDENSATE_MODEL_WINDOWS="not json")
+    assert done.returncode == 78
+    assert done.stderr == (
+        "condensate: Invalid settings: CONDENSATE_MODEL_WINDOWS (set in the environment): "
+        "not valid JSON.\n"
     )
 
 
