@@ -205,7 +205,8 @@ def shown(name: str, value: object) -> str:
     """A setting's value as ``condensate config`` prints it: secrets cut to their last four
     characters, a database URL without its password."""
     text = "" if value is None else str(value)
-    if any(word in name for word in SECRET_WORDS):
+    # Whole words: CONDENSATE_CLAMP_TOKENS is a count, not a token.
+    if any(word in SECRET_WORDS for word in name.split("_")):
         if not text or text == "none":
             return text
         return f"…{text[-4:]}" if len(text) > 8 else "…"

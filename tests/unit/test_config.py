@@ -80,6 +80,8 @@ def test_writing_keeps_other_lines_and_makes_the_file_private(tmp_path: Path):
         ("CONDENSATE_ANTHROPIC_API_KEY", "", ""),
         ("CONDENSATE_DATABASE_URL", "postgresql://me:pw@db/c", "postgresql://me:…@db/c"),
         ("CONDENSATE_PORT", 4741, "4741"),
+        ("CONDENSATE_ANTHROPIC_AUTH_TOKEN", "sk-ant-oat01-abcdefgh", "…efgh"),
+        ("CONDENSATE_CLAMP_TOKENS", 500, "500"),
     ],
 )
 def test_secrets_are_never_printed_whole(name: str, value: object, printed: str):
