@@ -26,6 +26,8 @@ from pathlib import Path
 
 import anyio
 
+from adapters._secrets import scrubbed
+
 LINE_LIMIT = 64 * 1024 * 1024
 """A line holds a whole tool result; asyncio's 64 KiB default is far too small."""
 STOP_GRACE_SECONDS = 5.0
@@ -87,10 +89,11 @@ def foreign(name: str) -> bool:
 def child_environment(
     own: Mapping[str, str], environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """A CLI child's environment: the daemon's (PATH, HOME, locale, proxies) without any
+    """A CLI child's environment: the daemon's (PATH, HOME, locale, proxies) without its
+    secrets (the rule the native shell's commands get, ``adapters._secrets``) or any
     ``foreign`` variable, plus ``own``: that engine's credential, base URL and settings."""
     inherited = os.environ if environ is None else environ
-    child = {k: v for k, v in inherited.items() if not foreign(k)}
+    child = {k: v for k, v in scrubbed(inherited).items() if not foreign(k)}
     child.update(own)
     return child
 

@@ -2,7 +2,7 @@
 
 Output is collected as it arrives and kept to the output cap; a timeout, a cancellation from
 outside, or the command's exit kills the whole group, so nothing it started keeps running.
-The command gets the daemon's environment without its secrets (``shell_environment``), and
+The command gets the daemon's environment without its secrets (``adapters._secrets``), and
 the same rule runs again in bash once the login profile has run, since a profile may export
 a key of its own.
 Never raises: a command that cannot start or fails comes back as an error outcome.
@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 
 from adapters._child import reaped
+from adapters._secrets import UNSET_SECRETS, scrubbed
 from adapters.native.output import HeadTail
 from adapters.tool_contract import (
     SHELL_PARAMETERS,
@@ -33,29 +34,6 @@ from adapters.tool_contract import (
 )
 from condensate.core.receipts import short
 
-PROVIDER_KEYS = frozenset(
-    {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_PROVIDER_API_KEY"}
-)
-"""The provider credentials the daemon reads; the rule below covers them, they are named here
-so the rule cannot drift away from them unnoticed."""
-_SECRET_WORDS = frozenset(
-    {"TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "APIKEY"}
-)
-
-
-def _bash_patterns() -> str:
-    """``is_secret`` as the patterns of a bash ``case`` on the upper-cased name."""
-    patterns = ["CONDENSATE_*", "KEY", "*_KEY", *sorted(PROVIDER_KEYS)]
-    for word in sorted(_SECRET_WORDS):
-        patterns += [word, f"{word}_*", f"*_{word}", f"*_{word}_*"]
-    return "|".join(patterns)
-
-
-UNSET_SECRETS = (
-    'for __v in $(compgen -e); do case "${__v^^}" in '
-    f'{_bash_patterns()}) unset "$__v" 2>/dev/null;; esac; done; unset __v; '
-)
-"""Put before the command on its first line, so bash's line numbers stay the command's."""
 _NO_OUTPUT = "(no output)\n"
 _DRAIN_GRACE = 2.0  # seconds to collect output once the command and its group are gone
 _TERM_GRACE = 0.5  # seconds between the SIGTERM and the SIGKILL that ends a command's group
@@ -75,7 +53,7 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
             # Under the reaper: a SIGKILLed daemon leaves no command of the model's running.
             reaped(["/bin/bash", "-lc", UNSET_SECRETS + command]),
             cwd=ctx.cwd,
-            env=shell_environment(os.environ),
+            env=scrubbed(os.environ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -99,26 +77,6 @@ async def shell(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         return failed(output + note, argument)
     code = process.returncode
     return ToolOutcome(f"{output or _NO_OUTPUT}[exit code {code}]", code != 0, argument)
-
-
-def is_secret(name: str) -> bool:
-    """Whether a variable must not reach a command the model runs: every Condensate setting,
-    the provider keys, and any name with a word (split on ``_``) like TOKEN, SECRET or
-    PASSWORD, or ending in KEY. Whole words, so TOKENIZERS_PARALLELISM or KEYMAP stay, and
-    PATH, HOME, LANG, LC_* and SSH_AUTH_SOCK (a socket, not a secret) are never touched."""
-    upper = name.upper()
-    words = upper.split("_")
-    return (
-        upper.startswith("CONDENSATE_")
-        or upper in PROVIDER_KEYS
-        or words[-1] == "KEY"
-        or not _SECRET_WORDS.isdisjoint(words)
-    )
-
-
-def shell_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` without the variables ``is_secret`` names."""
-    return {name: value for name, value in environ.items() if not is_secret(name)}
 
 
 async def _supervise(process: anyio.abc.Process, kept: HeadTail, limit: float) -> bool:

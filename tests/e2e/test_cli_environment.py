@@ -20,6 +20,11 @@ FOREIGN = {
     "OPENAI_API_KEY": "leaked-openai",
     "GEMINI_API_KEY": "leaked-gemini",
     "CONDENSATE_EXTRA_SECRET": "leaked-setting",
+    "GITHUB_TOKEN": "leaked-github",
+    "AWS_SECRET_ACCESS_KEY": "leaked-aws",
+    "PGPASSWORD": "leaked-pg",
+    "DATABASE_URL": "postgresql://me:leaked-pw@db/app",
+    "SENTRY_DSN": "https://leaked-dsn@sentry.example/1",
 }
 CASES = [
     ("claude", "anthropic:claude-opus-5-5", "ANTHROPIC_API_KEY"),
@@ -38,7 +43,8 @@ async def test_a_cli_child_holds_only_its_own_providers_credential(
     own: str,
 ) -> None:
     """The child's environment has a gateway pass (never the runtime's key, "k") under the
-    name the CLI reads, no other provider's key, none of the daemon's inherited keys and no
+    name the CLI reads, no other provider's key, none of the daemon's inherited keys or
+    secrets (the native shell's rule: tokens, passwords, a URL with a password) and no
     CONDENSATE_ variable."""
     for name, value in FOREIGN.items():
         monkeypatch.setenv(name, value)
@@ -59,7 +65,7 @@ async def test_a_cli_child_holds_only_its_own_providers_credential(
     assert child[own].startswith(f"cgw1.{thread.thread_id}.")
     assert "k" not in child.values()
     assert not [k for k in child if k.startswith("CONDENSATE_")]
-    assert not [v for v in child.values() if v.startswith("leaked-")]
+    assert not [v for v in child.values() if "leaked-" in v]
     keys = {k for k in child if k.endswith("_API_KEY")}
     assert keys == {own}
 

@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
+from adapters._secrets import PROVIDER_KEYS, is_secret, scrubbed
 from adapters.native.engine import NativeEngine, tool_specs
-from adapters.native.shell import PROVIDER_KEYS, is_secret, shell_environment
 from adapters.native.tools import NATIVE_PERMISSIONS, run_tool
 from adapters.tool_contract import ToolContext
 from condensate.engine import ThreadSpec
@@ -381,6 +381,17 @@ SECRET_TABLE = [
     ("GITHUB_TOKEN", True),
     ("AWS_SECRET_ACCESS_KEY", True),
     ("DB_PASSWORD", True),
+    ("PGPASSWORD", True),
+    ("NPM_AUTHTOKEN", True),
+    ("SENTRY_DSN", True),
+    ("SLACK_WEBHOOK_URL", True),
+    ("DOCKER_AUTH_CONFIG", True),
+    ("GOOGLE_APPLICATION_CREDENTIALS", True),
+    ("MYSQL_PWD", True),
+    ("REDIS_PASS", True),
+    ("PWD", False),
+    ("OLDPWD", False),
+    ("HTTPS_PROXY", False),
     ("PATH", False),
     ("HOME", False),
     ("LANG", False),
@@ -401,7 +412,7 @@ def test_the_secret_rule_takes_credentials_and_leaves_the_working_environment(
 
 def test_every_provider_key_is_a_secret() -> None:
     """The provider keys the daemon reads are all removed from the shell's environment."""
-    assert shell_environment(dict.fromkeys(PROVIDER_KEYS, "k")) == {}
+    assert scrubbed(dict.fromkeys(PROVIDER_KEYS, "k")) == {}
 
 
 async def test_env_in_the_shell_shows_no_secret(tmp_path: Path, monkeypatch) -> None:

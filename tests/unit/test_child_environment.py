@@ -73,3 +73,18 @@ def test_codex_gets_only_the_openai_credential_under_its_provider_variable(monke
     keys = {k for k in child if k.endswith(("_API_KEY", "_TOKEN"))}
     assert keys == {codex_cli.KEY_VARIABLE}
     assert not [k for k in child if k.startswith(("CONDENSATE_", "ANTHROPIC_", "OPENAI_"))]
+
+
+def test_a_cli_child_gets_the_native_shells_scrub():
+    """A CLI child (and so every command its agent runs) loses what the native shell's
+    commands lose: tokens, passwords, a URL with a password; the proxies stay."""
+    inherited = {
+        "PATH": "/bin",
+        "GITHUB_TOKEN": "t",
+        "PGPASSWORD": "p",
+        "DATABASE_URL": "postgresql://me:pw@db/app",
+        "HTTPS_PROXY": "http://proxy:3128",
+        "PWD": "/work",
+    }
+    child = _child.child_environment({"OWN": "x"}, inherited)
+    assert child == {"PATH": "/bin", "HTTPS_PROXY": "http://proxy:3128", "PWD": "/work", "OWN": "x"}
