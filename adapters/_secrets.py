@@ -30,6 +30,8 @@ KEPT = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY"})
 """Names the rule would take that are no secret."""
 PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY")
 WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@")
+BASH_WITH_PASSWORD = r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@[:space:]:]*:[^/@[:space:]]+@"  # noqa: S105 - a pattern, no password
+r"""The same in bash's POSIX classes (``\s`` in a bracket is no class there)."""
 
 
 def is_secret(name: str, value: str = "") -> bool:
@@ -67,7 +69,7 @@ UNSET_SECRETS = (
     "for __v in $(compgen -e); do "
     f'case "${{__v^^}}" in {"|".join(sorted(KEPT | set(PROXIES)))}) continue;; esac; '
     f'case "${{__v^^}}" in {_bash_patterns()}) unset "$__v" 2>/dev/null; continue;; esac; '
-    f'[[ "${{!__v}}" =~ {WITH_PASSWORD.pattern} ]] && unset "$__v" 2>/dev/null; '
+    f'[[ "${{!__v}}" =~ {BASH_WITH_PASSWORD} ]] && unset "$__v" 2>/dev/null; '
     "done; unset __v; "
 )
 """``is_secret`` again in bash, for what a login profile exported after the environment was

@@ -474,3 +474,22 @@ def test_condense_is_an_agent_reset_threads_tool_only() -> None:
     )
     assert {t.name for t in tool_specs(planned)} == {"read", "compact_context"}
     assert {t.name for t in tool_specs(reset)} == {"read", "condense"}
+
+
+async def test_a_url_with_a_password_the_profile_exports_is_unset_too(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A login profile's DATABASE_URL carrying a password is gone from the command's
+    environment; one without a password, and a proxy, stay."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bash_profile").write_text(
+        "export DATABASE_URL=postgresql://me:pass@db/app\n"
+        "export CACHE_URL=redis://cache:6379/0\n"
+        "export HTTPS_PROXY=http://proxy:3128\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    outcome = await run_tool("shell", {"command": "env"}, ToolContext(cwd=tmp_path))
+    assert "pass@db" not in outcome.output
+    assert "CACHE_URL=redis://cache:6379/0" in outcome.output
+    assert "HTTPS_PROXY=http://proxy:3128" in outcome.output
