@@ -1,16 +1,21 @@
-"""What the distribution says of itself holds: its license is the file it ships, the CLI
+"""What the distribution says of itself holds: its license is the file it ships, its version is
+``condensate.__version__`` (for the installed metadata and ``condensate --version``), the CLI
 versions the code pins (what ``condensate doctor`` tells an operator to install) are the ones
 ``package.json`` pins, and every development tool is pinned inside the dev extra's range."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+import condensate
 from adapters.claude_code import _cli as claude_cli
 from adapters.codex import _cli as codex_cli
 
@@ -35,6 +40,25 @@ def test_the_pinned_cli_versions_are_package_jsons():
     pins = json.loads((ROOT / "package.json").read_text())["dependencies"]
     for cli in (claude_cli.CLI, codex_cli.CLI):
         assert pins[cli.package] == cli.pinned
+
+
+def test_the_installed_distribution_has_the_packages_version():
+    """pyproject.toml reads its version from ``condensate.__version__`` alone, and the installed
+    metadata carries it (after a bump, ``scripts/setup`` installs the package again)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"]
+    assert project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "condensate.__version__"}
+    assert metadata.version("condensate-sidecar") == condensate.__version__
+
+
+def test_condensate_version_prints_the_packages_version():
+    """The installed ``condensate`` command's ``--version`` prints ``condensate.__version__``."""
+    command = Path(sys.executable).with_name("condensate")
+    done = subprocess.run(
+        [str(command), "--version"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == condensate.__version__
 
 
 def _pins() -> dict[str, Requirement]:
