@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, note, settings
 
-from condensate import projector
+from condensate.core import projector
 from condensate.events import (
     AskOpened,
     AssistantMessage,
@@ -25,12 +25,12 @@ from condensate.events import (
     TurnEnded,
     UserMessage,
 )
-from condensate.meter import ContextUsage, ModelWindow, measure
-from condensate.planner import Ask, Cut, Decision, HoldBack, PlannerSettings, Stop, plan
-from condensate.projector import Projection, pinnable
-from condensate.render import render_window
+from condensate.core.meter import ContextUsage, ModelWindow, measure
+from condensate.core.planner import Ask, Cut, Decision, HoldBack, PlannerSettings, Stop, plan
+from condensate.core.projector import Projection, pinnable
+from condensate.core.render import render_window
 from condensate.testing.threads import ThreadBuilder
-from condensate.tiers import cheap_clearing, most_freed
+from condensate.core.tiers import cheap_clearing, most_freed
 from tests.profiles import shaped
 from tests.unit.strategies import (
     DEPARTURES,
