@@ -92,6 +92,10 @@ class Refused(CondensateError):
 class ProviderError(CondensateError):
     code = "provider-error"
     retryable = False
+    retry_after: float | None = None
+    """Seconds the provider asked for before a retry (``retry-after-ms``, ``retry-after``)."""
+    should_retry: bool | None = None
+    """The provider's own word on retrying (``x-should-retry``), over ``retryable``."""
 
     def __init__(self, message: str, *, status: int | None = None, provider: str = "") -> None:
         super().__init__(message)

@@ -6,12 +6,14 @@ providers."""
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
 import json
 import math
 import random
 import re
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -82,6 +84,11 @@ _OPENAI_MAX_CONTEXT = re.compile(
 _CONTEXT_CODES = {"context_length_exceeded", "request_too_large"}
 
 
+MAX_RETRY_AFTER = 60.0
+"""The longest wait a provider's retry-after is obeyed for (anthropic-sdk-python and
+openai-python, ``_calculate_retry_timeout``); a longer one falls back to the backoff."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how long to wait before trying a failed call again.
@@ -95,8 +102,11 @@ class RetryPolicy:
     max_delay: float = 8.0
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_delay)
+        """The wait before retry ``attempt``: what the provider asked for when it is a
+        reasonable wait (over 0, at most a minute: the official SDKs' rule), else a jittered
+        backoff."""
+        if retry_after is not None and 0 < retry_after <= MAX_RETRY_AFTER:
+            return retry_after
         backoff = min(self.base_delay * 2**attempt, self.max_delay)
         return float(backoff * (0.5 + random.random() / 2))  # noqa: S311 - jitter, not security
 
@@ -150,23 +160,39 @@ def classify(
         if setting is not None:
             detail += f" (the daemon's {setting}: condensate config shows where it is set)"
         return AuthenticationFailed(detail, status=status, provider=provider)
+    error: ProviderError
     if status == 429:
-        return RateLimited(
-            detail, retry_after=_retry_after(headers or {}), status=status, provider=provider
-        )
-    if status == 529 or kind == "overloaded_error":
-        return ProviderOverloaded(detail, status=status, provider=provider)
-    if status >= 500 or kind in ("api_error", "server_error"):
-        return ProviderUnavailable(detail, status=status, provider=provider)
-    return MalformedRequest(detail, status=status, provider=provider)
+        error = RateLimited(detail, status=status, provider=provider)
+    elif status == 529 or kind == "overloaded_error":
+        error = ProviderOverloaded(detail, status=status, provider=provider)
+    elif status >= 500 or kind in ("api_error", "server_error"):
+        error = ProviderUnavailable(detail, status=status, provider=provider)
+    else:
+        error = MalformedRequest(detail, status=status, provider=provider)
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    error.retry_after = retry_after(lowered)
+    error.should_retry = {"true": True, "false": False}.get(lowered.get("x-should-retry", ""))
+    return error
 
 
-def _retry_after(headers: dict[str, str]) -> float | None:
-    value = {k.lower(): v for k, v in headers.items()}.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The seconds a reply asks to wait before a retry, as the official SDKs read it:
+    ``retry-after-ms`` (milliseconds), else ``retry-after`` as seconds or as an HTTP date
+    (``headers``: lower-case names); None when it says nothing."""
+    with contextlib.suppress(KeyError, ValueError):
+        return float(headers["retry-after-ms"]) / 1000
+    value = headers.get("retry-after")
+    if value is None:
         return None
+    with contextlib.suppress(ValueError):
+        return float(value)
+    when = email.utils.parsedate_tz(value)
+    return None if when is None else float(email.utils.mktime_tz(when) - time.time())
+
+
+def may_retry(error: ProviderError) -> bool:
+    """The provider's ``x-should-retry`` when it sent one, else the error's kind."""
+    return error.retryable if error.should_retry is None else error.should_retry
 
 
 async def with_retries(
@@ -192,9 +218,9 @@ async def with_retries(
         except ProviderError as exc:
             if failed is not None:
                 failed(exc)
-            if not exc.retryable or number == policy.max_retries:
+            if not may_retry(exc) or number == policy.max_retries:
                 raise
-            wait = policy.delay(number, getattr(exc, "retry_after", None))
+            wait = policy.delay(number, exc.retry_after)
             if anyio.current_time() + wait >= end:
                 log.info("provider_retry_skipped", provider=provider, error=exc.code, wait=wait)
                 raise

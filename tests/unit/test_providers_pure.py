@@ -3,6 +3,9 @@ reading tool arguments and event data, and the call bounds' settings."""
 
 from __future__ import annotations
 
+import email.utils
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +22,7 @@ from condensate.errors import (
     RateLimited,
 )
 from condensate.providers import ModelName, parse_model
-from condensate.providers._http import RetryPolicy, Timeouts, classify
+from condensate.providers._http import RetryPolicy, Timeouts, classify, may_retry, retry_after
 from condensate.providers._parse import QUOTED, Arguments, arguments, event_data
 from condensate.providers.sse import ServerEvent, SSEParser
 from condensate.providers.windows import FALLBACK, resolve
@@ -158,7 +161,44 @@ def test_backoff_grows_and_is_capped():
     assert 2.0 <= policy.delay(2) <= 4.0
     assert policy.delay(10) <= 5.0
     assert policy.delay(0, retry_after=3.0) == 3.0
-    assert policy.delay(0, retry_after=60.0) == 5.0
+    assert policy.delay(0, retry_after=60.0) == 60.0  # the provider's word, up to a minute
+    assert policy.delay(0, retry_after=61.0) <= 1.0  # past a minute: the backoff
+    assert policy.delay(0, retry_after=0.0) <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after": "1.5"}, 1.5),
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_is_read_as_the_official_sdks_read_it(
+    headers: dict[str, str], seconds: float | None
+) -> None:
+    """retry-after-ms first (milliseconds), then retry-after in seconds (floats too)."""
+    assert retry_after(headers) == seconds
+
+
+def test_retry_after_may_be_an_http_date() -> None:
+    """A retry-after that is an HTTP date is the seconds until then."""
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    waited = retry_after({"retry-after": when})
+    assert waited is not None
+    assert 28 <= waited <= 31
+
+
+def test_x_should_retry_overrides_the_errors_kind() -> None:
+    """A 400 the provider says to retry is retried; a 529 it says not to retry is not."""
+    told = classify("anthropic", 400, {"error": {"message": "m"}}, {"X-Should-Retry": "true"})
+    assert may_retry(told)
+    refused = classify("anthropic", 529, {"error": {"message": "m"}}, {"x-should-retry": "false"})
+    assert not may_retry(refused)
+    plain = classify("anthropic", 529, {"error": {"message": "m"}})
+    assert may_retry(plain)
+    assert classify("openai", 503, {}, {"retry-after-ms": "1500"}).retry_after == 1.5
 
 
 @pytest.mark.parametrize(
