@@ -137,13 +137,21 @@ OTHER_NAMES = ("CONDENSATE_CONFIG", "CONDENSATE_MCP_TOKEN")
 token the CLI engines hand their MCP server."""
 
 
+def missing_credential(settings: Settings, provider: str) -> str | None:
+    """How to give the daemon a credential for ``provider`` when it holds none; None when it
+    holds one, or needs none (a Chat Completions server may take no key)."""
+    if provider not in CREDENTIALS:
+        return None
+    fields, named = CREDENTIALS[provider]
+    return None if any(getattr(settings, field) for field in fields) else named
+
+
 def credential_warnings(settings: Settings, engines: Engines, where: str) -> list[str]:
     """A sentence for each engine whose provider has no credential (an engine that may reach
     any provider: when none has one). ``where`` names the configuration file."""
 
     def missing(provider: str) -> bool:
-        fields, _ = CREDENTIALS[provider]
-        return not any(getattr(settings, field) for field in fields)
+        return missing_credential(settings, provider) is not None
 
     out: list[str] = []
     for name, info in sorted(engines.items()):

@@ -50,6 +50,9 @@ STATUS: dict[str, int] = {
     "unknown-model": 422,
     "unsupported-permissions": 422,
     "unsupported-tools": 422,
+    "unsupported-model": 422,
+    "no-such-cwd": 422,
+    "no-credential": 422,
     # Not now: the thread's state or another daemon's
     "not-running": 409,
     "nothing-pending": 409,

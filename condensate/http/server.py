@@ -312,9 +312,6 @@ async def create_thread(request: web.Request) -> web.Response:
     profile = runtime.profiles[engine]
     _model(body.model)
     policy = _reset_policy(body)
-    window = await runtime.window_for(body.model)
-    line = _new_line(profile.ceilings, body.head, window.tokens)
-    await _within_line(body.brief, body.model, line, "brief")
     spec = ThreadSpec(
         engine=engine,
         model=body.model,
@@ -328,6 +325,10 @@ async def create_thread(request: web.Request) -> web.Response:
         output_cap=body.output_cap,
         near_limit_warnings=body.near_limit_warnings,
     )
+    await runtime.refuse_unfit(spec)  # before the model's window is looked up
+    window = await runtime.window_for(body.model)
+    line = _new_line(profile.ceilings, body.head, window.tokens)
+    await _within_line(body.brief, body.model, line, "brief")
     thread = await runtime.create(spec, window=window)
     return answer(thread_answer(runtime, thread), 201)
 

@@ -48,8 +48,8 @@ from condensate.engine import (
     TurnOutcome,
 )
 from condensate.engine import registry as engines
-from condensate.engine.registry import Profile
-from condensate.errors import CondensateError, Refused, ThreadOwnedElsewhere
+from condensate.engine.registry import Profile, missing_credential
+from condensate.errors import CondensateError, ConfigError, Refused, ThreadOwnedElsewhere
 from condensate.eventlog import EventStore, Owners
 from condensate.events import (
     BaselineMeasured,
@@ -67,7 +67,7 @@ from condensate.events import (
     Window,
     now_utc,
 )
-from condensate.providers import ModelClient
+from condensate.providers import ModelClient, parse_model
 from condensate.runtime import admission, approvals, asks
 from condensate.runtime.admission import Admission
 from condensate.runtime.curator import Curator
@@ -434,8 +434,11 @@ class Runtime:
         self, spec: ThreadSpec, thread_id: str | None = None, window: ModelWindow | None = None
     ) -> Thread:
         """Start a thread: its identity, its brief, and its first turn. ``window`` is the
-        model's, when the caller has resolved it already."""
+        model's, when the caller has resolved it already. A thread that could only fail later
+        is refused now, before anything is logged: a model its engine cannot run, a cwd that
+        is no directory here, a provider the daemon holds no credential for."""
         profile = self.profile_of(spec.engine)
+        await self.refuse_unfit(spec)
         thread_id = thread_id or f"t-{uuid.uuid4().hex[:12]}"
         engine = profile.info.make(spec, self.engine_env(thread_id, profile))
         window = window or await self.window_for(spec.model)
@@ -470,6 +473,30 @@ class Runtime:
         self.start_turn(thread, "human" if spec.parent is None else "child")
         log.info("thread_created", thread=thread_id, engine=spec.engine, model=spec.model)
         return thread
+
+    async def refuse_unfit(self, spec: ThreadSpec) -> None:
+        """Refuse a thread that could only fail later (``create`` asks this first)."""
+        profile = self.profile_of(spec.engine)
+        try:
+            provider = parse_model(spec.model).provider
+        except ConfigError as exc:
+            raise Refused(code="unknown-model", detail=str(exc)) from exc
+        runs = profile.info.providers
+        if runs and provider not in runs:
+            detail = (
+                f"The {profile.info.title} engine runs {' or '.join(p + ':' for p in runs)} "
+                f"models; {spec.model!r} is a {provider}: model."
+            )
+            raise Refused(code="unsupported-model", detail=detail)
+        if not await anyio.Path(spec.cwd).is_dir():
+            detail = f"The cwd {spec.cwd!r} is not a directory on the daemon's machine."
+            raise Refused(code="no-such-cwd", detail=detail)
+        if (wanted := missing_credential(self.settings, provider)) is not None:
+            detail = (
+                f"The daemon holds no {provider} credential, so {spec.model!r} cannot be "
+                f"called: set {wanted}."
+            )
+            raise Refused(code="no-credential", detail=detail)
 
     async def steer(self, thread: Thread, text: str, *, pinned: bool = False) -> Stored:
         """A human message: joins the running turn at its next call, or starts a turn. It is

@@ -970,3 +970,33 @@ async def test_only_the_threads_own_token_compacts_as_the_thread(
         session, daemon, "POST", f"/threads/{thread}/compact", body, headers=own
     )
     assert status in (200, 202), taken
+
+
+# -- a thread that could only fail later ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "named"),
+    [
+        ({"engine": "codex", "model": MODEL}, "unsupported-model", "openai:"),
+        ({"cwd": "/nonexistent/condensate-test"}, "no-such-cwd", "/nonexistent/condensate-test"),
+    ],
+)
+async def test_a_thread_that_could_only_fail_later_is_refused_at_creation(
+    session: aiohttp.ClientSession,
+    daemon: DaemonProcess,
+    tmp_path: Path,
+    change: dict[str, str],
+    code: str,
+    named: str,
+) -> None:
+    """Codex asked to run an anthropic: model, or a cwd that does not exist: 422 with a
+    sentence naming the problem, and no thread is made."""
+    _, before = await call(session, daemon, "GET", "/threads")
+    status, body = await call(
+        session, daemon, "POST", "/threads", {**_body(tmp_path, "b"), **change}
+    )
+    assert_error(status, body, 422, code)
+    assert named in body["detail"]
+    _, after = await call(session, daemon, "GET", "/threads")
+    assert len(after["threads"]) == len(before["threads"])

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from condensate.testing.fake_model import FakeModelServer, Text
@@ -183,3 +184,21 @@ async def test_the_daemon_warns_at_start_naming_the_missing_credential(tmp_path:
     (warning,) = warned
     assert "The codex engine's provider (openai) has no credential" in warning["detail"]
     assert "CONDENSATE_OPENAI_API_KEY" in warning["detail"]
+
+
+async def test_a_thread_on_a_provider_without_a_credential_is_refused(
+    tmp_path: Path, fake: FakeModelServer, session: aiohttp.ClientSession
+) -> None:
+    """No OpenAI key anywhere: a thread on an openai: model is refused 422 no-credential,
+    naming the variable to set, instead of failing with 401 later."""
+    (tmp_path / "home").mkdir()
+    daemon = DaemonProcess(tmp_path / "home", fake.url, without=("CONDENSATE_OPENAI_API_KEY",))
+    daemon.start()
+    try:
+        body = {"model": "openai:gpt-5.5", "cwd": str(tmp_path), "brief": "hello"}
+        status, refused = await call(session, daemon, "POST", "/threads", body)
+    finally:
+        daemon.close()
+    assert (status, refused["error"]) == (422, "no-credential")
+    assert "CONDENSATE_OPENAI_API_KEY" in refused["detail"]
+    assert fake.requests == []
