@@ -30,7 +30,7 @@ from condensate.core.render import render_window
 from condensate.core.tokens import counter_for
 from condensate.core.tuning import TuningError, tuned
 from condensate.engine import registry as engines
-from condensate.errors import ConfigError
+from condensate.errors import ConfigError, Refused
 from condensate.eventlog import EventStore, archive
 from condensate.eventlog.sqlite import SqliteStore
 from condensate.events import EVENT_TYPES, now_utc
@@ -105,6 +105,12 @@ def cmd_view(settings: Settings, args: argparse.Namespace) -> int:
     projection = _read(
         settings, args, lambda store: archive.rebuilt_anywhere(store, args.thread, directory)
     )
+    if projection.last_seq == 0:
+        detail = (
+            f"There is no thread {args.thread!r} in the log or its archives "
+            "(condensate threads lists them)."
+        )
+        raise Refused(code="unknown-thread", detail=detail)
     window = ModelWindow(args.window, resolved=args.window_resolved)
     shaped = engines.profile_of(projection.engine, settings)
     usage = measure(projection, window, shaped.ceilings)

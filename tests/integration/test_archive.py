@@ -362,3 +362,15 @@ async def test_export_prints_each_event_as_the_log_stores_it(tmp_path: Path) -> 
     code, _, err = await condensate(home, "export", "t-old")
     assert code == 2
     assert err == "condensate: Event 10 of thread 't-old' is not an event object: '[1, 2]'.\n"
+
+
+async def test_view_of_a_thread_no_log_holds_says_so(tmp_path: Path) -> None:
+    """``view`` of a thread neither the log nor an archive holds is one sentence naming the
+    thread, exit 2; not a complaint about an engine."""
+    code, out, err = await condensate(tmp_path, "view", "t-nope")
+    assert code == 2
+    assert out == ""
+    assert err.strip().endswith(
+        "condensate: There is no thread 't-nope' in the log or its archives "
+        "(condensate threads lists them)."
+    )
