@@ -198,7 +198,18 @@ def _failed(status: int, raw: bytes, otherwise: str) -> DaemonError:
 
 
 def _unreachable(url: str, exc: BaseException) -> DaemonError:
-    msg = f"Cannot reach the daemon at {url}: {exc}. Is 'condensate serve' running?"
+    """One sentence a person reads: why the daemon is out of reach in plain words (urllib
+    wraps the socket's error as ``<urlopen error [Errno 111] Connection refused>``)."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, ConnectionRefusedError):
+        why = "nothing listens there"
+    elif isinstance(reason, TimeoutError):
+        why = "it did not answer in time"
+    elif isinstance(reason, OSError) and reason.strerror:
+        why = reason.strerror[0].lower() + reason.strerror[1:]
+    else:
+        why = str(reason)
+    msg = f"Cannot reach the daemon at {url}: {why}. Is 'condensate serve' running?"
     return DaemonError(code="unreachable", detail=msg)
 
 
