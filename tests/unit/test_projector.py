@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from condensate.core.projector import DROP_NOTICE, project, snapshot
+from condensate.core.projector import DROP_NOTICE, pinnable, project, snapshot
 from condensate.core.render import render_window
 from condensate.events import MessagePinned, Window, WindowTrigger
 from condensate.testing.threads import ThreadBuilder
@@ -185,3 +185,14 @@ def test_a_pinned_message_and_the_current_task_survive_a_summary_and_a_drop():
         decision.seq,
         task.seq,
     ]
+
+
+def test_a_seq_past_the_last_event_is_no_event_to_pin():
+    """Pinning a seq the thread never had says so, not that a window let it go."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    last = b.view.last_seq
+    assert pinnable(b.view, last + 90) == (
+        f"Seq {last + 90} is no event of the thread (its events run 1 to {last})."
+    )
+    assert pinnable(b.view, 0) is not None

@@ -509,6 +509,8 @@ def pinnable(view: Projection, seq: int) -> str | None:
     """Why the message at ``seq`` cannot be pinned, or None: a user message, or an assistant
     message without tool calls (pinning one with calls would keep calls without results),
     still in the view."""
+    if not 0 < seq <= view.last_seq:
+        return f"Seq {seq} is no event of the thread (its events run 1 to {view.last_seq})."
     position = view.position(seq)
     if position is None:
         return f"Seq {seq} is not in the thread's view (a window or a reset let it go)."
