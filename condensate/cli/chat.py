@@ -248,6 +248,8 @@ def chat(client: DaemonClient, args: argparse.Namespace) -> int:
         raise DaemonError(code="usage", detail=msg)
     screen = Screen(sys.stdout, live=interactive)
     thread = args.thread
+    if thread is not None:
+        client.thread(thread)  # a thread the daemon does not have fails here, named (404)
     if interactive:
         return _interactive(client, thread, args, screen, style)
     return _piped(client, thread, args, screen, style)

@@ -157,3 +157,22 @@ def test_piped_chat_sends_each_line_and_exits_as_the_last_turn_ended(
     assert "First answer." in done.stdout
     assert "\033[" not in done.stdout
     assert done.stderr.startswith("condensate: the turn failed: anthropic answered 401")
+
+
+def test_chat_with_a_thread_the_daemon_lacks_exits_2_naming_it(daemon: DaemonProcess):
+    """`chat t-nope`, even with nothing on stdin, says the thread is unknown and exits 2."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_")}
+    env["CONDENSATE_HOME"] = str(daemon.home)
+    done = subprocess.run(
+        [sys.executable, "-m", "condensate", "chat", "t-nope"],
+        input="",
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "t-nope" in done.stderr
