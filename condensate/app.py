@@ -286,6 +286,7 @@ async def _running(
                 log.info(
                     "daemon_ready",
                     url=url,
+                    status_page=f"{url}/ui (condensate ui opens it with the token)",
                     db=log_name(settings),
                     fleet=None if fleet is None else fleet.me,
                 )

@@ -160,6 +160,15 @@ async def test_health_needs_no_token(session: aiohttp.ClientSession, daemon: Dae
     assert body["ok"] is True
 
 
+async def test_the_daemons_root_sends_a_browser_to_the_status_page(
+    session: aiohttp.ClientSession, daemon: DaemonProcess
+) -> None:
+    """``GET /`` without a token is a redirect to the status page, not a JSON 404."""
+    async with session.get(daemon.url + "/", allow_redirects=False) as response:
+        assert response.status == 302
+        assert response.headers["Location"] == "/ui"
+
+
 def _concrete(path: str) -> str:
     return path.replace("{thread_id}", "t-000000000000")
 

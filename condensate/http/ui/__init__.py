@@ -23,8 +23,9 @@ FILES = {
     "/ui/style.css": ("style.css", "text/css"),
     "/ui/favicon.svg": ("favicon.svg", "image/svg+xml"),
 }
-PATHS = frozenset(FILES)
-"""The page's paths: served to anyone who reaches the daemon's address, without a token."""
+PATHS = frozenset({*FILES, "/"})
+"""The page's paths (and ``/``, which sends a browser to it): served to anyone who reaches
+the daemon's address, without a token."""
 
 
 @cache
@@ -47,7 +48,15 @@ async def serve(request: web.Request) -> web.Response:
     )
 
 
+async def home(request: web.Request) -> web.Response:
+    """``GET /``, where a person's browser lands first: the status page (which asks for the
+    token ``condensate ui`` gives it)."""
+    # Returned, not raised: the errors middleware answers a raised HTTP exception as JSON.
+    return web.Response(status=302, headers={"Location": "/ui"})
+
+
 def add_routes(app: web.Application) -> None:
     """The page's routes; they are no part of the API (nor of its OpenAPI document)."""
     for path in FILES:
         app.router.add_get(path, serve, allow_head=False)
+    app.router.add_get("/", home, allow_head=False)
