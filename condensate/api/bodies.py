@@ -94,3 +94,6 @@ class CompactAnswer(_Body):
     summary: str | None = None
     reason: str = ""
     by: Literal["operator", "thread"] = "operator"
+    seat: str | None = None
+    """The session the answer is for: ``main`` or the thread's session id (a thread has one
+    session at a time, so ``seat-required`` is never answered)."""

@@ -45,6 +45,7 @@ STATUS: dict[str, int] = {
     "unknown-approval": 404,
     "unknown-tool": 404,
     "unknown-child": 400,
+    "unknown-seat": 404,
     # What it asks cannot be done
     "unknown-engine": 422,
     "unknown-model": 422,

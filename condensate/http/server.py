@@ -446,6 +446,12 @@ async def get_compact(request: web.Request) -> web.Response:
 async def post_compact(request: web.Request) -> web.Response:
     thread = await _thread(request)
     body = CompactAnswer.model_validate(await _json(request))
+    if body.seat is not None and body.seat not in _seats(thread.projection):
+        raise Refused(
+            code="unknown-seat",
+            detail=f"Thread {thread.thread_id!r} has no session {body.seat!r}; its one session "
+            "is 'main' (or its id).",
+        )
     if body.by == "thread" and request.get(BY_THREAD) != thread.thread_id:
         raise Refused(
             code="thread-only",
@@ -464,6 +470,12 @@ async def post_compact(request: web.Request) -> web.Response:
     queued = stored.event.kind == "compaction.requested"
     answered = api.CompactAnswered(seq=stored.seq, kind=stored.event.kind, queued=queued)
     return answer(answered, 202 if queued else 200)
+
+
+def _seats(view: Projection) -> set[str]:
+    """The names a compaction may give the thread's session: ``main`` and the ids of the
+    sessions its calls were billed under."""
+    return {"main", *(key.partition("|")[0] for key in view.billed)}
 
 
 async def post_tool(request: web.Request) -> web.Response:

@@ -817,15 +817,21 @@ async def test_an_invalid_compact_body_is_422(
     assert f"'{field}'" in answer["detail"]
 
 
-async def test_an_answer_names_no_seat(
-    session: aiohttp.ClientSession, daemon: DaemonProcess, medium: str
+async def test_an_answer_may_name_the_threads_one_seat(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, tmp_path: Path
 ) -> None:
-    """A thread has one session at a time, so an answer takes no seat: one given is an
-    unknown field, 422 naming it."""
-    body: dict[str, Any] = {"mode": "microcompact", "seat": "main"}
-    status, answer = await call(session, daemon, "POST", f"/threads/{medium}/compact", body)
-    assert_error(status, answer, 422, "invalid-body")
-    assert "seat" in answer["detail"]
+    """The spec's ``seat`` body field: ``main`` names the thread's one session and the
+    answer is taken; any other seat is 404 unknown-seat and nothing is logged."""
+    thread = await started(session, daemon, tmp_path, "a seat")
+    before = (await settled(session, daemon, thread))["events"]
+    other = {"mode": "microcompact", "seat": "s-elsewhere"}
+    status, refused = await call(session, daemon, "POST", f"/threads/{thread}/compact", other)
+    assert_error(status, refused, 404, "unknown-seat")
+    assert (await settled(session, daemon, thread))["events"] == before
+    main = {"mode": "microcompact", "seat": "main"}
+    status, taken = await call(session, daemon, "POST", f"/threads/{thread}/compact", main)
+    assert status == 202, taken
+    assert taken["kind"] == "compaction.requested"
 
 
 # -- interrupting ------------------------------------------------------------------------------
