@@ -218,7 +218,7 @@ OPERATIONS: tuple[Operation, ...] = (
             200: _ok("the ask was answered", CompactAnswered),
             202: _ok("a compaction was queued", CompactAnswered),
         },
-        errors=(404, 409),
+        errors=(403, 404, 409),  # 403 thread-only: by "thread" without the thread's token
         body=CompactAnswer,
     ),
     Operation(

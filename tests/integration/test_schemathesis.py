@@ -38,6 +38,15 @@ CONFIG = """
 # test_live covers the streams as they run.
 "query.seconds" = 0
 
+# A thread needs a cwd that is a directory on the daemon's machine (else 422 no-such-cwd), which
+# generated text never is, so no run makes a thread and the operations on one answer 404
+# (schemathesis's body overrides sent no body at all, schemathesis 4.32.5); test_api checks
+# their other answers against the same document.
+[[operations]]
+include-path-regex = '^/threads/[{]thread_id[}](/compact|/live|/tail)?$'
+include-method = "GET"
+warnings = false
+
 # No thread in a fuzz run waits on an approval, so every answer is 404 unknown-approval
 # (schemathesis warns of missing test data); test_approvals_api covers its other answers.
 [[operations]]
