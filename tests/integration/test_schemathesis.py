@@ -9,6 +9,7 @@ content type, headers, body schema (each event of a stream too), and the Allow h
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,22 @@ CONFIG = """
 # (schemathesis's body overrides sent no body at all, schemathesis 4.32.5); test_api checks
 # their other answers against the same document.
 [[operations]]
-include-path-regex = '^/threads/[{]thread_id[}](/compact|/live|/tail)?$'
+include-path = "/threads/{thread_id}"
+include-method = "GET"
+warnings = false
+
+[[operations]]
+include-path = "/threads/{thread_id}/compact"
+include-method = "GET"
+warnings = false
+
+[[operations]]
+include-path = "/threads/{thread_id}/live"
+include-method = "GET"
+warnings = false
+
+[[operations]]
+include-path = "/threads/{thread_id}/tail"
 include-method = "GET"
 warnings = false
 
@@ -90,6 +106,8 @@ def test_the_api_conforms_to_its_openapi_document(daemon: DaemonProcess, tmp_pat
         check=False,
     )
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
-    # Every route but /openapi.json itself, which schemathesis leaves out.
-    assert f"Tested: {len(ROUTES) - 1}" in result.stdout, result.stdout[-4000:]
+    # Every route (schemathesis may leave /openapi.json itself out).
+    tested = re.search(r"Tested: (\d+)", result.stdout)
+    assert tested is not None, result.stdout[-4000:]
+    assert int(tested[1]) >= len(ROUTES) - 1, result.stdout[-4000:]
     assert "No issues found" in result.stdout, result.stdout[-4000:]
