@@ -219,15 +219,17 @@ EX_TEMPFAIL = 75
 
 
 EX_CONFIG = 78
+ARGUMENT_SETTINGS = frozenset({"config", "replay"})
+"""The commands that take settings as arguments: a bad one is the command's error (2)."""
 
 
 def exit_status(command: str, error: CondensateError) -> int:
     """78 (EX_CONFIG, which the systemd unit does not restart) for a setting in effect that
-    cannot work, whatever the command (``config set`` refusing a value is its argument's
-    error: 2); else 2 for a command's error, but ``serve`` tells its supervisor whether
-    trying again can help: 75 (EX_TEMPFAIL) for something that stands in the way for now (a
-    busy port, the state directory another daemon holds)."""
-    if isinstance(error, ConfigError) and command != "config":
+    cannot work, whatever the command (``config set`` refusing a value, or ``replay --set``
+    one, is its argument's error: 2); else 2 for a command's error, but ``serve`` tells its
+    supervisor whether trying again can help: 75 (EX_TEMPFAIL) for something that stands in
+    the way for now (a busy port, the state directory another daemon holds)."""
+    if isinstance(error, ConfigError) and command not in ARGUMENT_SETTINGS:
         return EX_CONFIG
     if command != "serve":
         return 2

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from condensate.api.tokens import thread_token
 from condensate.client import DaemonClient
 from condensate.core import context_tools, reset
 from condensate.core.context_tools import offered
@@ -43,7 +44,7 @@ def session(
     tools: Sequence[str] = HEAD_TOOLS,
 ) -> list[dict[str, Any]]:
     """Every reply the server wrote for ``messages`` (sent as one stdin, one per line), the
-    server listing ``tools`` (a head's, unless given)."""
+    server listing ``tools`` (a head's, unless given) and holding the thread's own token."""
     lines = "".join(json.dumps(m) + "\n" for m in messages)
     args = ["--url", daemon.url, "--thread", thread, "--tools", ",".join(tools)]
     result = subprocess.run(
@@ -54,7 +55,11 @@ def session(
         timeout=60,
         cwd=REPO,
         check=True,
-        env={**os.environ, TOKEN_ENV: daemon.token if token is None else token},
+        # The thread's own token, as its CLI engine hands it to the server.
+        env={
+            **os.environ,
+            TOKEN_ENV: thread_token(daemon.token, thread) if token is None else token,
+        },
     )
     return [json.loads(line) for line in result.stdout.splitlines()]
 
