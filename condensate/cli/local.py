@@ -259,6 +259,7 @@ def cmd_config(args: argparse.Namespace) -> int:
             raise ConfigError(msg)
         before = path.read_text(encoding="utf-8") if path.is_file() else None
         config.write(path, name, args.value if args.action == "set" else None)
+        shadowed = os.environ.pop(name, None)  # the file's value is checked, not the env's
         try:
             _all_settings()
         except ConfigError:
@@ -267,8 +268,17 @@ def cmd_config(args: argparse.Namespace) -> int:
             else:
                 path.write_text(before, encoding="utf-8")
             raise
+        finally:
+            if shadowed is not None:
+                os.environ[name] = shadowed
         done = f"{name} {'set' if args.action == 'set' else 'removed'} in {path}"
-        emit(args, {"file": str(path), "name": name, "action": args.action}, done)
+        if shadowed is not None:
+            done += (
+                f"; the environment sets {name} too, and it wins: unset it there for the "
+                "file's value to count"
+            )
+        data = {"file": str(path), "name": name, "action": args.action}
+        emit(args, {**data, "overriddenByEnvironment": shadowed is not None}, done)
         return 0
     problems: list[str] = []
     rows: list[dict[str, str]] = []

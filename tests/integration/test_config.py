@@ -202,3 +202,29 @@ async def test_a_thread_on_a_provider_without_a_credential_is_refused(
     assert (status, refused["error"]) == (422, "no-credential")
     assert "CONDENSATE_OPENAI_API_KEY" in refused["detail"]
     assert fake.requests == []
+
+
+def test_config_set_says_when_the_environment_wins(tmp_path: Path):
+    """Setting in the file a variable the environment also sets writes it and says that the
+    environment's value is the one in effect."""
+    done = run(tmp_path, "config", "set", "CONDENSATE_PORT", "4900", CONDENSATE_PORT="4800")
+    assert done.returncode == 0, done.stderr
+    assert "the environment sets CONDENSATE_PORT too, and it wins" in done.stdout
+    assert "CONDENSATE_PORT=4900" in config_file(tmp_path).read_text()
+
+
+def test_config_set_checks_the_files_value_even_when_the_environment_wins(tmp_path: Path):
+    """A broken JSON value is refused and the file left as it was, though the environment's
+    valid value would have hidden it."""
+    done = run(
+        tmp_path,
+        "config",
+        "set",
+        "CONDENSATE_MODEL_WINDOWS",
+        "not json",
+        CONDENSATE_MODEL_WINDOWS="{}",
+    )
+    assert done.returncode == 2
+    assert "CONDENSATE_MODEL_WINDOWS" in done.stderr
+    assert "not valid JSON" in done.stderr
+    assert not config_file(tmp_path).exists()
