@@ -16,7 +16,8 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -92,9 +93,10 @@ def read_settings(kind: type[Read]) -> Read:
     """``kind``'s settings: the environment, then the configuration file; a bad value is one
     sentence naming its variable and where it was set."""
     path = config_path()
-    read_file(path)  # a line that is no setting stops here, named
+    under = {name: line.value for name, line in read_file(path).items() if name not in os.environ}
     try:
-        return kind(_env_file=path if path.is_file() else None)
+        with _beneath_environment(under):
+            return kind(_env_file=None)
     except ValidationError as exc:
         problems = "; ".join(_problem(kind, error, path) for error in exc.errors())
         msg = f"Invalid settings: {problems}."
@@ -106,6 +108,21 @@ def read_settings(kind: type[Read]) -> Read:
         error = {"loc": (field,), "msg": "not valid JSON"}
         msg = f"Invalid settings: {_problem(kind, error, path)}."
         raise ConfigError(msg) from exc
+
+
+@contextmanager
+def _beneath_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """The file's values as the environment while a settings model reads it: the file is
+    parsed here, by systemd's rules, not by pydantic-settings' dotenv reader, whose inline
+    ``#`` comments and escapes systemd's EnvironmentFile does not know (the daemon under
+    systemd and every command must read one value). Called at a process's start and by the
+    command line, never while other threads read the environment."""
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name in values:
+            os.environ.pop(name, None)
 
 
 def _problem(kind: type[BaseSettings], error: Any, path: Path) -> str:

@@ -228,3 +228,16 @@ def test_config_set_checks_the_files_value_even_when_the_environment_wins(tmp_pa
     assert "CONDENSATE_MODEL_WINDOWS" in done.stderr
     assert "not valid JSON" in done.stderr
     assert not config_file(tmp_path).exists()
+
+
+def test_the_file_is_read_as_systemd_reads_it(tmp_path: Path):
+    """An inline '#' is part of the value, as systemd's EnvironmentFile reads it (the daemon
+    under systemd sees that value): every command reads the same, and names the line."""
+    path = config_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("CONDENSATE_LOG_FORMAT=json # the daemon's\n")
+    done = run(tmp_path, "threads")
+    assert done.returncode == 78
+    assert f"CONDENSATE_LOG_FORMAT (set in {path}:1)" in done.stderr
+    shown = json.loads(run(tmp_path, "config", "--json").stdout)
+    assert any("CONDENSATE_LOG_FORMAT (set in" in warning for warning in shown["warnings"])
