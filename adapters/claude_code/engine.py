@@ -211,18 +211,22 @@ class ClaudeCodeEngine(TurnReader):
     async def _exited_between_turns(self, ctx: TurnContext, returncode: int) -> None:
         """The CLI exited after its last turn (the OOM killer, a kill): the exit is noted
         and the next process resumes its session."""
+        await self._note_exit(ctx, f"exit {returncode} between turns")
+        await self._end_process()
+        self.next_start = "resume" if self.session_id else "fresh"
+
+    async def _note_exit(self, ctx: TurnContext, how: str) -> None:
+        """A ``cli-exited`` notice: how it exited, and the tail of its stderr."""
         await ctx.append(
             EngineNotice(
                 at=ctx.now(),
                 engine="claude",
                 notice="cli-exited",
-                detail=f"exit {returncode} between turns; {_cli.stderr_tail(self.config_dir)}",
+                detail=f"{how}; {_cli.stderr_tail(self.config_dir)}",
                 seat="main",
                 session_id=self.session_id or None,
             )
         )
-        await self._end_process()
-        self.next_start = "resume" if self.session_id else "fresh"
 
     async def exchange(self, ctx: TurnContext, message: str) -> Exchange:
         await self._send_user(message)
@@ -237,16 +241,7 @@ class ClaudeCodeEngine(TurnReader):
         """Close what the CLI left open, note its exit; the next process resumes the session
         (or, before it had one, starts fresh with the view as its window)."""
         await self._close_open_calls(ctx, "the Claude Code process exited")
-        await ctx.append(
-            EngineNotice(
-                at=ctx.now(),
-                engine="claude",
-                notice="cli-exited",
-                detail=f"exit {exchange.returncode} mid-turn; {_cli.stderr_tail(self.config_dir)}",
-                seat="main",
-                session_id=self.session_id or None,
-            )
-        )
+        await self._note_exit(ctx, f"exit {exchange.returncode} mid-turn")
         await self._end_process()
         if self.session_id:
             self.next_start = "resume"

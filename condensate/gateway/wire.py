@@ -6,7 +6,7 @@ differs by API is its dialect's (``condensate.gateway.dialects``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,6 +181,21 @@ class ReplyUsage:
     @property
     def prompt(self) -> int:
         return self.input + self.cache_read + self.cache_write
+
+
+def read_whole(
+    into: ReplyUsage, body: Any, read_usage: Callable[[ReplyUsage, Mapping[str, Any]], None]
+) -> None:
+    """A whole (non-streamed) reply's counts (read by its API's ``read_usage``), id and
+    model: both APIs put them at the same keys."""
+    if not isinstance(body, Mapping):
+        return
+    usage = body.get("usage")
+    if isinstance(usage, Mapping):
+        read_usage(into, usage)
+        into.complete = True
+    into.message_id = str(body["id"]) if body.get("id") else None
+    into.model = str(body.get("model") or "")
 
 
 TEXT_EVENTS = (b"text_delta", b"output_text.delta")

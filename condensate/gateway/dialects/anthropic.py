@@ -18,6 +18,7 @@ from condensate.gateway.wire import (
     RequestShape,
     insertions_at,
     opens_with,
+    read_whole,
     sse,
     text_of,
 )
@@ -115,14 +116,7 @@ def read_usage(into: ReplyUsage, usage: Mapping[str, Any]) -> None:
 
 def read_body(into: ReplyUsage, body: Any) -> None:
     """A whole (non-streamed) reply."""
-    if not isinstance(body, Mapping):
-        return
-    usage = body.get("usage")
-    if isinstance(usage, Mapping):
-        read_usage(into, usage)
-        into.complete = True
-    into.message_id = str(body["id"]) if body.get("id") else None
-    into.model = str(body.get("model") or "")
+    read_whole(into, body, read_usage)
 
 
 def read_event(into: ReplyUsage, data: Any) -> None:
