@@ -12,6 +12,7 @@ what is still missing word for word; the window records the report (``ProbeRepor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -19,7 +20,7 @@ from typing import Literal
 from condensate.core.projector import Entry, Projection
 from condensate.core.receipts import files_named, named_by
 from condensate.core.retention import call_files, file_tool, files_of
-from condensate.core.tiers import VERBATIM_FAILURES_CHARS, VERBATIM_HEADING, verbatim_error
+from condensate.core.tiers import VERBATIM_HEADING, failure_share, verbatim_error
 from condensate.events import AssistantMessage, ProbeReport, ToolResult, UserMessage, Window
 
 ProbeKind = Literal["human", "error", "file", "open"]
@@ -49,21 +50,22 @@ class Item:
 
 def record(entries: Sequence[Entry]) -> list[Item]:
     """What must reach a summary word for word: human messages, failed calls with their
-    errors, and the verbatim records of earlier summaries, within ``_within_bound``."""
+    errors, and the verbatim records of earlier summaries, within ``within_bound``."""
     items: list[Item] = []
     for entry in entries:
         match entry.event:
             case UserMessage(author="human", text=text):
                 items.append(Item(f'Human: "{text}"', entry.seq))
             case ToolResult(is_error=True) as failed:
-                error = verbatim_error(failed.output, entry.seq)
-                items.append(Item(f"Failed {failed.tool}({failed.argument}):\n{error}", entry.seq))
+                # Cut once, in within_bound, when their number is known.
+                text = f"Failed {failed.tool}({failed.argument}):\n{failed.output}"
+                items.append(Item(text, entry.seq))
             case Window(window_kind="summary", summary=summary) if summary:
                 _, _, kept = summary.partition(VERBATIM_HEADING + "\n")
                 items += [Item(part, None) for part in kept.split("\n\n") if part.strip()]
             case _:
                 pass
-    return _within_bound(items)
+    return within_bound(items)
 
 
 def verbatim_items(entries: Sequence[Entry]) -> list[str]:
@@ -71,22 +73,29 @@ def verbatim_items(entries: Sequence[Entry]) -> list[str]:
     return [item.text for item in record(entries)]
 
 
-def _within_bound(items: list[Item]) -> list[Item]:
-    """Every human message; the failures' error texts newest first up to
-    ``VERBATIM_FAILURES_CHARS``, an older failure as its call and its error's first line."""
-    room = VERBATIM_FAILURES_CHARS
+def within_bound(items: list[Item]) -> list[Item]:
+    """Every human message whole; every failed call with its error, whole or its head and
+    tail within ``failure_share`` of their number, with the seq that holds it whole (an
+    earlier summary's part keeps the seq its note named)."""
+    share = failure_share(sum(1 for item in items if item.text.startswith("Failed ")))
     kept: list[Item] = []
-    for item in reversed(items):
-        shown = item.text
-        if shown.startswith("Failed ") and len(shown) > room:
-            call, _, error = shown.partition(":\n")
-            first = error.strip().splitlines()[0][:200] if error.strip() else ""
-            shown = f"{call}:\n{first} [error cut; the log keeps it]"
-        if shown.startswith("Failed "):
-            room = max(room - len(shown), 0)
-        kept.append(Item(shown, item.seq))
-    kept.reverse()
+    for item in items:
+        if not item.text.startswith("Failed "):
+            kept.append(item)
+            continue
+        call, _, error = item.text.partition(":\n")
+        seq = item.seq if item.seq is not None else _noted_seq(error)
+        kept.append(Item(f"{call}:\n{verbatim_error(error, seq, share)}", item.seq))
     return kept
+
+
+_NOTED_SEQ = re.compile(r"the log keeps them at seq (\d+)\]")
+
+
+def _noted_seq(error: str) -> int | None:
+    """The seq an earlier cut's note named, for an error cut again."""
+    found = _NOTED_SEQ.search(error)
+    return int(found[1]) if found else None
 
 
 def with_verbatim_record(text: str, items: list[str]) -> str:

@@ -243,18 +243,29 @@ many characters (a failing run of a thousand lines is mostly noise; the log keep
 
 
 VERBATIM_FAILURES_CHARS = 12_000
-"""All failed calls' error texts one summary keeps word for word, newest first; an older
-failure keeps its call and the first line of its error (each summary carries the record of
-the last one forward: without a bound it would grow until no summary fits)."""
+"""The error text a summary's failed calls share before each is cut further: every failed
+call is kept (the spec: "keep every failed tool call with its error text"), each error whole
+or its head and tail, within ``failure_share`` of this."""
+VERBATIM_FAILURE_FLOOR = 1_000
+"""The least of its error a failed call keeps, however many there are: with more failures
+than this divides into, the record grows by this much a failure."""
 
 
-def verbatim_error(output: str, seq: int) -> str:
-    """The error text a summary's verbatim record keeps: whole, or its head and tail."""
-    if len(output) <= VERBATIM_ERROR_CHARS:
+def failure_share(failures: int) -> int:
+    """The characters of error text each of ``failures`` failed calls keeps in a summary."""
+    share = VERBATIM_FAILURES_CHARS // max(failures, 1)
+    return min(VERBATIM_ERROR_CHARS, max(share, VERBATIM_FAILURE_FLOOR))
+
+
+def verbatim_error(output: str, seq: int | None, chars: int = VERBATIM_ERROR_CHARS) -> str:
+    """The error text a summary's verbatim record keeps: whole, or its head and tail with a
+    note of what was cut and the seq that holds it whole (``recall`` returns it)."""
+    if len(output) <= chars:
         return output
-    half = VERBATIM_ERROR_CHARS // 2
+    half = chars // 2
     cut = len(output) - 2 * half
-    note = f"[... {cut} characters cut here; the log keeps them at seq {seq}]"
+    where = "" if seq is None else f"; the log keeps them at seq {seq}"
+    note = f"[... {cut} characters cut here{where}]"
     return f"{output[:half]}\n{note}\n{output[-half:]}"
 
 
@@ -270,6 +281,18 @@ def _verbatim_tokens(entry: Entry) -> tuple[int, int]:
     if isinstance(event, ToolResult) and event.is_error:
         return 0, min(entry.tokens, estimate("x" * VERBATIM_ERROR_CHARS))
     return 0, 0
+
+
+def _failures_in(entry: Entry) -> int:
+    """The failed calls ``entry`` brings into a summary's record: one for a failed result,
+    those an earlier summary's record holds."""
+    event = entry.event
+    if isinstance(event, ToolResult) and event.is_error:
+        return 1
+    if isinstance(event, Window):
+        record = (event.summary or "").partition(VERBATIM_HEADING + "\n")[2]
+        return sum(1 for part in record.split("\n\n") if part.startswith("Failed "))
+    return 0
 
 
 @dataclass(frozen=True)
@@ -298,16 +321,17 @@ def summary_cut(
     protected = view.protected_seqs
     replaced = [0] * (count + 1)
     verbatim = [0] * (count + 1)
-    total = humans = failures = 0
-    failures_cap = estimate("x" * VERBATIM_FAILURES_CHARS)
+    total = humans = failures = failed = 0
     for i, entry in enumerate(entries):
         if entry.seq not in protected:
             total += entry.tokens
             human, failure = _verbatim_tokens(entry)
             humans += human
             failures += failure
+            failed += _failures_in(entry)
         replaced[i + 1] = total
-        verbatim[i + 1] = humans + min(failures, failures_cap)
+        bound = estimate("x" * (failed * failure_share(failed)))
+        verbatim[i + 1] = humans + min(failures, bound)
     limit = count if protect_from is None else protect_from
     best: int | None = None
     latest: int | None = None

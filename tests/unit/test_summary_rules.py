@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from condensate.core.meter import ContextUsage, ModelWindow, measure
 from condensate.core.planner import Cut, Decision, HoldBack, PlannerSettings, Stop, plan
-from condensate.core.probes import verbatim_items, with_verbatim_record
+from condensate.core.probes import Item, verbatim_items, with_verbatim_record, within_bound
 from condensate.core.projector import PAUSE_CODE
 from condensate.core.summary import replaced_entries
 from condensate.core.tiers import (
@@ -15,6 +15,7 @@ from condensate.core.tiers import (
     VERBATIM_HEADING,
     TierSettings,
     cheap_clearing,
+    failure_share,
     summary_cut,
     verbatim_error,
 )
@@ -245,8 +246,8 @@ def test_summary_cut_caps_each_failure_at_the_verbatim_error_size():
 
 
 def test_summary_cut_bounds_all_failures_together():
-    """However many failures a summary replaces, their word-for-word part counts at most the
-    failures' bound (older ones keep only their first line)."""
+    """Ten failures a summary replaces share the failures' bound: their word-for-word part
+    counts that much, however large each error was."""
     b = ThreadBuilder()
     b.turn("brief", 100)
     for _ in range(10):
@@ -297,13 +298,18 @@ def failing_view(error: bool) -> ThreadBuilder:
 
 
 def test_failures_in_the_replaced_range_cost_a_summary_their_bound():
-    """The summary must carry the failed calls' errors word for word, up to their bound: it
-    is planned to free that much less than over the same results succeeding."""
-    failed = decide(failing_view(error=True))
+    """The summary must carry every failed call's error, each within its share: it is
+    planned to free that much less than over the same results succeeding."""
+    view = failing_view(error=True)
+    failed = decide(view)
     passed = decide(failing_view(error=False))
     assert isinstance(failed, Cut)
     assert isinstance(passed, Cut)
-    assert passed.freed - failed.freed == estimate("x" * VERBATIM_FAILURES_CHARS)
+    assert failed.keep_from is not None
+    replaced = [e for e in view.view.entries if e.role == "tool" and e.seq < failed.keep_from]
+    n = len(replaced)
+    assert n > 12  # more failures than the shared bound divides into: each keeps the floor
+    assert passed.freed - failed.freed == estimate("x" * n * failure_share(n))
 
 
 def test_the_same_results_succeeding_leave_room_for_a_summary():
@@ -447,28 +453,53 @@ def test_huge_failures_count_only_their_capped_error_toward_the_summary():
     assert d.kind == "summary"
 
 
-def test_verbatim_items_keep_the_newest_failures_within_their_bound():
-    """Failures' error texts are kept newest first up to VERBATIM_FAILURES_CHARS together; an
-    older one keeps its call and its error's first line, said to be cut; every human message
-    stays whole."""
+def test_verbatim_items_keep_every_failure_its_head_and_tail_within_its_share():
+    """Every failed call stays in the record (the spec: keep every failed call with its error
+    text): six errors of 4,027 characters share VERBATIM_FAILURES_CHARS, each its head and
+    tail with a note of the cut and the seq that holds it whole; every human message stays
+    whole."""
     b = ThreadBuilder()
     b.turn("brief", 100)
-    errors = [f"Error number {i}\n" + "x" * 5_000 for i in range(4)]
+    errors = [f"Error number {i}\n" + "x" * 4_000 + f"\nlast line {i}" for i in range(6)]
+    seqs = []
     for i, error in enumerate(errors):
-        b.call("shell", f"pytest -k t{i}", 2_000, error=True, output=error)
+        _, result = b.call("shell", f"pytest -k t{i}", 2_000, error=True, output=error)
+        seqs.append(result.seq)
         b.user(f"steer {i}", 10)
     b.user("now this", 10)  # the current task: it stays in the view, no item
     items = verbatim_items(replaced_entries(b.view, None))
     failures = [item for item in items if item.startswith("Failed ")]
     assert [item for item in items if item.startswith("Human: ")] == [
-        f'Human: "steer {i}"' for i in range(4)
+        f'Human: "steer {i}"' for i in range(6)
     ]
-    assert failures[-1] == f"Failed shell(pytest -k t3):\n{errors[3]}"
-    assert failures[-2] == f"Failed shell(pytest -k t2):\n{errors[2]}"
-    assert (
-        failures[0] == "Failed shell(pytest -k t0):\nError number 0 [error cut; the log keeps it]"
+    share = failure_share(6)
+    assert share == VERBATIM_FAILURES_CHARS // 6
+    assert len(failures) == 6
+    for i, failure in enumerate(failures):
+        call, _, kept = failure.partition(":\n")
+        assert call == f"Failed shell(pytest -k t{i})"
+        assert kept.startswith(f"Error number {i}\n")
+        assert kept.endswith(f"last line {i}")
+        cut = len(errors[i]) - 2 * (share // 2)
+        assert f"[... {cut} characters cut here; the log keeps them at seq {seqs[i]}]" in kept
+        assert len(kept) <= share + 100
+
+
+def test_a_failure_an_earlier_summary_kept_is_cut_again_naming_its_seq():
+    """A failure carried from an earlier summary's record, cut again to a smaller share,
+    still names the seq its first cut named."""
+    earlier = (
+        "Failed shell(x):\n"
+        + "a" * 3_000
+        + "\n[... 9 characters cut here; the log keeps them at seq 42]\n"
+        + "b" * 3_000
     )
-    assert sum(len(f) for f in failures) <= VERBATIM_FAILURES_CHARS + 200
+    items = [Item(earlier, None)] + [
+        Item(f"Failed shell(y{i}):\n" + "c" * 5_000, i + 100) for i in range(9)
+    ]
+    kept = within_bound(items)
+    assert "the log keeps them at seq 42]" in kept[0].text
+    assert len(kept) == 10
 
 
 def test_cheap_tiers_leave_what_a_cli_session_started_with_alone():
