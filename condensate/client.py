@@ -15,18 +15,20 @@ directory. Every error, the daemon's or the connection's, is a ``DaemonError``::
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Generic, Literal, TypeVar
 
 import aiohttp
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from condensate import api
+from condensate import api, statedir
 from condensate.errors import CondensateError
 from condensate.events import AskMode
 from condensate.settings import Settings
@@ -213,8 +215,31 @@ def _unreachable(url: str, exc: BaseException) -> DaemonError:
     return DaemonError(code="unreachable", detail=msg)
 
 
+STARTING_WAIT = 30.0
+"""Seconds a command waits for a daemon that holds its state directory but serves nothing
+yet (``condensate serve &`` typed just before it)."""
+APPEARING_WAIT = 2.0
+"""Seconds a command with no daemon in sight waits for one to take the state directory (a
+``serve`` started a moment before it is still loading)."""
+
+
+def _wait_for_start(home: Path) -> None:
+    """Return once a daemon serves from ``home``, or none is starting there."""
+    began = time.monotonic()
+    while time.monotonic() - began < STARTING_WAIT:
+        if statedir.starting(home):
+            time.sleep(0.1)
+        elif (home / "token").exists() or time.monotonic() - began > APPEARING_WAIT:
+            return
+        else:
+            time.sleep(0.1)
+
+
 def _located(settings: Settings) -> tuple[str, str]:
-    """The daemon's URL and its token, from the settings and the state directory."""
+    """The daemon's URL and its token, from the settings and the state directory; a daemon
+    still starting is waited for."""
+    if settings.url is None:
+        _wait_for_start(settings.home)
     url = settings.url
     if url is None:
         found = settings.home / "daemon.json"

@@ -117,6 +117,29 @@ def hold(home: Path) -> int:
     return descriptor
 
 
+def starting(home: Path) -> bool:
+    """Whether a daemon holds ``home`` but serves nothing yet: it took the lock and is still
+    recovering its threads (``daemon.json`` is written once it answers)."""
+    try:
+        descriptor = os.open(home / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(descriptor, 64, 0).decode(errors="replace").strip()
+    else:
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+        return False  # nobody holds it
+    finally:
+        os.close(descriptor)
+    try:
+        marker = json.loads((home / DAEMON_FILE).read_text())
+    except (OSError, ValueError):
+        return True
+    return not isinstance(marker, dict) or str(marker.get("pid")) != holder
+
+
 def _busy_message(home: Path, holder: str) -> str:
     url = "still starting"
     try:

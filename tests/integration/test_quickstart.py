@@ -6,9 +6,11 @@ fake server, which accepts nothing but the key the page writes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,3 +94,32 @@ async def _in_thread(shell: Shell, step: str) -> subprocess.CompletedProcess[str
     import anyio
 
     return await anyio.to_thread.run_sync(shell.run, step)
+
+
+def test_the_no_api_block_pasted_whole_runs_without_waiting_for_its_servers(tmp_path: Path):
+    """The fake path's block pasted into bash as one piece, as a person pastes it: nothing
+    waits for the fake server or the daemon but what the block itself says (curl retries
+    until the fake listens, `run` waits for a daemon still starting), and the run answers."""
+    env = environment(tmp_path)
+    script = block("fake").replace(FAKE_PORT, env["TEST_FAKE_PORT"])
+    out_file, err_file = tmp_path / "pasted.out", tmp_path / "pasted.err"
+    with out_file.open("w") as out_log, err_file.open("w") as err_log:
+        # Files, not pipes: the servers the block leaves running keep what they inherit open.
+        pasted = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=REPO,
+            env=env,
+            stdout=out_log,
+            stderr=err_log,
+            start_new_session=True,  # its servers are killed with it below
+        )
+    try:
+        pasted.wait(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pasted.pid, signal.SIGTERM)
+    out, err = out_file.read_text(), err_file.read_text()
+    assert pasted.returncode == 0, (out, err)
+    assert '⚙ shell {"command": "ls"}' in out
+    assert "Those are the files here." in out
+    assert "── turn completed" in out

@@ -13,12 +13,15 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from adapters import _child
+from condensate.client import DaemonClient
+from condensate.settings import Settings
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import REPO, DaemonProcess
 
@@ -153,3 +156,40 @@ async def test_a_cli_childs_stderr_log_is_created_0600(tmp_path: Path) -> None:
     log = tmp_path / "stderr.log"
     assert log.read_text() == "oops\n"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_a_command_waits_for_a_daemon_still_starting(tmp_path: Path) -> None:
+    """A daemon that holds the state directory but serves nothing yet (daemon.json not
+    written) is waited for: the command's client gets the URL the daemon then writes, not a
+    'no token' or a refused connection."""
+    home = tmp_path / "state"
+    starter = (
+        "import json, os, sys, time\n"
+        "from pathlib import Path\n"
+        "from condensate import statedir\n"
+        "home = Path(sys.argv[1])\n"
+        "lock = statedir.hold(home)\n"
+        "print('held', flush=True)\n"
+        "time.sleep(1.0)\n"
+        "(home / 'token').write_text('a-token')\n"
+        "marker = {'url': 'http://127.0.0.1:9', 'pid': os.getpid()}\n"
+        "(home / 'daemon.json').write_text(json.dumps(marker))\n"
+        "time.sleep(30)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", starter, str(home)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        began = time.monotonic()
+        client = DaemonClient.find(Settings(home=home))
+        waited = time.monotonic() - began
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert client.url == "http://127.0.0.1:9"
+    assert client.token == "a-token"  # noqa: S105 - the test's own
+    assert 0.5 < waited < 10
