@@ -257,7 +257,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Server-sent events: a snapshot of every thread, then each thread's new state as it "
         "changes (at most every 250 ms a thread)",
         {200: Reply("snapshot, thread, gone and resync events", None, EVENTS, _ref("LiveEvent"))},
-        errors=(400,),
+        errors=(400, 503),  # 503 too-many-streams, with Retry-After
         query=(("seconds", SECONDS),),
     ),
     Operation(
@@ -274,7 +274,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 _ref("ThreadLiveEvent"),
             )
         },
-        errors=(400, 404, 409),
+        errors=(400, 404, 409, 503),  # 503 too-many-streams, with Retry-After
         query=(
             ("after", "send logged events after this seq (default 0)"),
             ("seconds", SECONDS),

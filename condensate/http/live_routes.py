@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from aiohttp import web
 
 from condensate.errors import Refused
 from condensate.eventlog import MAX_LIMIT
+from condensate.http.middleware import error
 from condensate.runtime import Runtime
 from condensate.runtime.live import GONE, Item, Subscription, event_json
 from condensate.runtime.thread import Thread
@@ -57,6 +59,44 @@ class Source:
 
 
 SOURCE: web.AppKey[Source] = web.AppKey("live-source", Source)
+
+MAX_STREAMS = 128
+"""At most this many live streams at once: each holds a connection for as long as it runs,
+and the edge sheds only idle connections, so without a cap of their own streams could take
+every connection the daemon accepts (512) and lock every other client out."""
+STREAM_RETRY_SECONDS = 5
+
+
+@dataclass
+class StreamSlots:
+    """The live streams open now, against their cap."""
+
+    cap: int = MAX_STREAMS
+    taken: int = 0
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A stream's slot for its life."""
+        self.taken += 1
+        try:
+            yield
+        finally:
+            self.taken -= 1
+
+    def refusal(self) -> web.Response | None:
+        """503 too-many-streams with Retry-After when every slot is taken, else None."""
+        if self.taken < self.cap:
+            return None
+        detail = (
+            f"{self.cap} live streams are open, this daemon's most at once; try again in "
+            f"{STREAM_RETRY_SECONDS} s."
+        )
+        refused = error(503, "too-many-streams", detail)
+        refused.headers["Retry-After"] = str(STREAM_RETRY_SECONDS)
+        return refused
+
+
+SLOTS: web.AppKey[StreamSlots] = web.AppKey("live-slots", StreamSlots)
 
 
 def frame(kind: str, data: Any, seq: int | None = None) -> bytes:
@@ -148,7 +188,10 @@ async def thread_live(request: web.Request) -> web.StreamResponse:
     source = request.app[SOURCE]
     thread = await source.thread(request)
     last, seconds = _after(request), _seconds(request)
-    with source.runtime.live.subscribe(thread.thread_id) as subscription:
+    slots = request.app[SLOTS]
+    if (refused := slots.refusal()) is not None:
+        return refused
+    with slots.held(), source.runtime.live.subscribe(thread.thread_id) as subscription:
         # Subscribed before the log is read: an event stored meanwhile comes both ways, and
         # its seq tells the copy apart.
         stream = await Stream.open(request, seconds)
@@ -189,7 +232,10 @@ async def all_live(request: web.Request) -> web.StreamResponse:
     source = request.app[SOURCE]
     runtime = source.runtime
     seconds = _seconds(request)
-    with runtime.live.subscribe() as subscription:
+    slots = request.app[SLOTS]
+    if (refused := slots.refusal()) is not None:
+        return refused
+    with slots.held(), runtime.live.subscribe() as subscription:
         stream = await Stream.open(request, seconds)
         try:
             threads = [source.describe(runtime, t) for t in runtime.threads.values()]

@@ -65,6 +65,8 @@ STATUS: dict[str, int] = {
     "thread-changing-hands": 409,
     # Who may ask
     "thread-only": 403,
+    # Not now, try again
+    "too-many-streams": 503,
 }
 """The status of each refusal's code; a code not listed (an engine's own) is a 400."""
 

@@ -576,6 +576,7 @@ def make_app(
     app[RUNTIME] = runtime
     app[GUARD] = guard
     app[live_routes.SOURCE] = live_routes.Source(runtime, _thread, thread_json)
+    app[live_routes.SLOTS] = live_routes.StreamSlots()
     if gateway is not None:
         # First: the router tries resources in order, and the gateway is on every model
         # request's path.

@@ -23,6 +23,7 @@ from aiohttp import web
 
 from condensate.engine import ThreadSpec
 from condensate.events import SystemLine, now_utc
+from condensate.http import live_routes
 from condensate.http.middleware import Guard
 from condensate.http.server import make_app
 from condensate.runtime.live import Hub
@@ -362,5 +363,48 @@ async def test_a_reader_that_falls_behind_is_told_to_resync(
                 rest = await Reader(response).rest()
             texts = [m.data["text"] for m in [*sent, *rest]]
             assert texts == [str(i) for i in range(10)]
+        finally:
+            await runner.cleanup()
+
+
+async def test_streams_past_their_cap_are_refused_with_a_retry_after(
+    fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """Live streams have a cap of their own (two here): a third gets 503 too-many-streams
+    with Retry-After, and once one stream ends a new one is served; the API still answers
+    while the streams run."""
+    async with (
+        runtime_on(tmp_path / "home", fake) as runtime,
+        aiohttp.ClientSession() as session,
+    ):
+        guard = Guard("tok", frozenset())
+        app = make_app(runtime, guard)
+        app[live_routes.SLOTS] = live_routes.StreamSlots(cap=2)
+        runner = web.AppRunner(app, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        guard.hosts = frozenset({f"127.0.0.1:{port}"})
+        base, headers = f"http://127.0.0.1:{port}", {"Authorization": "Bearer tok"}
+        try:
+            first = await session.get(f"{base}/live?seconds=30", headers=headers)
+            second = await session.get(f"{base}/live?seconds=30", headers=headers)
+            assert (first.status, second.status) == (200, 200)
+            async with session.get(f"{base}/live?seconds=0", headers=headers) as third:
+                assert third.status == 503
+                assert third.headers["Retry-After"] == "5"
+                assert (await third.json())["error"] == "too-many-streams"
+            async with session.get(f"{base}/threads", headers=headers) as listed:
+                assert listed.status == 200
+            first.close()
+            for _ in range(200):  # the server sees the hang-up at its next look (a poll)
+                if app[live_routes.SLOTS].taken <= 1:
+                    break
+                await anyio.sleep(0.05)
+            assert app[live_routes.SLOTS].taken == 1
+            async with session.get(f"{base}/live?seconds=0", headers=headers) as again:
+                assert again.status == 200
+            second.close()
         finally:
             await runner.cleanup()
