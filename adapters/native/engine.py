@@ -13,7 +13,7 @@ forbid it (``permissions``); the turn goes on, so the model can correct itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from adapters.native.tools import TOOLS, run_tool
 from adapters.tool_contract import ToolContext, ToolOutcome
 from condensate.core import near_limits, paging, reset
 from condensate.core.context_tools import COMPACTION_TOOLS, CONTEXT_TOOLS
-from condensate.core.messages import Message, Request, ToolSpec
+from condensate.core.messages import Completion, Message, Request, ToolSpec
 from condensate.core.meter import ContextUsage
 from condensate.core.projector import Projection
 from condensate.core.prompt import shared_through, to_messages, with_notice
@@ -51,6 +51,10 @@ from condensate.runtime import emergency, tool_answers
 log = structlog.get_logger()
 
 MAX_CALLS_PER_TURN = 400
+UNRUNNABLE_IN_A_ROW = 3
+"""Replies in a row whose every tool call could not run (arguments that are no JSON object,
+a tool the thread lacks) after which the turn stops: a model that keeps sending them would
+otherwise be billed up to MAX_CALLS_PER_TURN times in seconds."""
 
 SYSTEM_PROMPT = """You are a coding agent working in {cwd}. Use the tools to read, search, \
 edit and run things; prefer small verified steps. Condensate manages your context: older \
@@ -174,6 +178,7 @@ class NativeEngine:
     async def run_turn(self, ctx: TurnContext) -> TurnOutcome:
         refused_once = False
         last_text = ""
+        unrunnable = 0
         model = parse_model(ctx.spec.model).name
         for _ in range(MAX_CALLS_PER_TURN):
             check = await ctx.checkpoint()
@@ -250,7 +255,20 @@ class NativeEngine:
                     await ctx.append(reset.answer(call, reply.tool_calls, sent_upto, ctx.now()))
                     continue
                 await ctx.append(await self._answer(ctx, call, reply.invalid_arguments))
+            unrunnable = unrunnable + 1 if self._none_runs(reply.tool_calls, reply) else 0
+            if unrunnable >= UNRUNNABLE_IN_A_ROW:
+                why = (
+                    f"{unrunnable} replies in a row called tools that could not run (arguments "
+                    "that are no JSON object, or tools this thread lacks); the turn stops "
+                    "rather than call the model again"
+                )
+                await ctx.append(SystemLine(at=ctx.now(), code="tool-calls-unrunnable", text=why))
+                return TurnOutcome("stopped", why, last_text)
         return TurnOutcome("stopped", f"{MAX_CALLS_PER_TURN} model calls in one turn", last_text)
+
+    def _none_runs(self, calls: Sequence[ToolCall], reply: Completion) -> bool:
+        """Whether no call of a reply could run."""
+        return all(c.id in reply.invalid_arguments or c.name not in self.wanted for c in calls)
 
     async def _answer(
         self, ctx: TurnContext, call: ToolCall, invalid: Mapping[str, str]

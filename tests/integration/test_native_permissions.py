@@ -18,7 +18,7 @@ from adapters.native.tools import NATIVE_PERMISSIONS, run_tool
 from adapters.tool_contract import ToolContext
 from condensate.engine import ThreadSpec
 from condensate.errors import Refused
-from condensate.events import ChildSpawned, Event, ToolResult, TurnEnded
+from condensate.events import ChildSpawned, Event, SystemLine, ToolResult, TurnEnded
 from condensate.runtime import Runtime
 from condensate.testing.fake_model import Call, Cut, FakeModelServer, Text, ToolCalls
 from tests.integration.daemon import call, running_daemon
@@ -493,3 +493,33 @@ async def test_a_url_with_a_password_the_profile_exports_is_unset_too(
     assert "pass@db" not in outcome.output
     assert "CACHE_URL=redis://cache:6379/0" in outcome.output
     assert "HTTPS_PROXY=http://proxy:3128" in outcome.output
+
+
+async def test_replies_that_keep_calling_unrunnable_tools_stop_the_turn(tmp_path, fake):
+    """A model whose replies keep sending calls that cannot run (arguments that are no JSON
+    object, a tool the thread lacks) is called three times, not hundreds: the turn stops with
+    a system line saying why."""
+    work = tmp_path / "work"
+    work.mkdir()
+    nowhere = ToolCalls([Call("teleport", {"to": "mars"})])
+    fake.queue(NOT_JSON, nowhere, NOT_JSON, NOT_JSON, NOT_JSON, Text("never asked"))
+    async with running(tmp_path, fake) as runtime:
+        events = await _turn(runtime, work)
+    assert len(fake.requests) == 3
+    assert all(result.is_error for result in _results(events))
+    assert [e.code for e in events if isinstance(e, SystemLine)] == ["tool-calls-unrunnable"]
+    assert _outcome(events) == "stopped"
+    assert not (work / "a.txt").exists()
+
+
+async def test_a_runnable_call_between_unrunnable_ones_starts_the_count_again(tmp_path, fake):
+    """Only replies in a row count: a call that runs in between lets the turn go on."""
+    work = tmp_path / "work"
+    work.mkdir()
+    runs = ToolCalls([Call("write", {"path": "a.txt", "content": "x"})])
+    fake.queue(NOT_JSON, NOT_JSON, runs, NOT_JSON, NOT_JSON, Text("done"))
+    async with running(tmp_path, fake) as runtime:
+        events = await _turn(runtime, work)
+    assert _outcome(events) == "completed"
+    assert len(fake.requests) == 6
+    assert (work / "a.txt").read_text() == "x"
