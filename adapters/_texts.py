@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from condensate.events import AskOpened
+from datetime import datetime
+
+from condensate.events import AskOpened, SystemLine
 
 CONTINUE = (
     "Continue the task from where the conversation above leaves off. Your earlier context was "
@@ -43,3 +45,21 @@ def bad_credential(cli: str, status: int, error: str, setting: str) -> str:
     return BAD_CREDENTIAL.format(
         cli=cli, status=status, error=f" {error}" if error else "", setting=setting
     )
+
+
+RETRIES_TOLD = 3
+"""After this many retries a CLI makes on its own in one turn (a provider answering 529 or
+500), the operator is told once: the CLI may go on retrying for minutes, and until then the
+log holds only its retry notices."""
+
+
+def retrying(cli: str, retries: int, detail: str, at: datetime) -> SystemLine | None:
+    """The system line for a CLI's ``retries``-th retry of this turn, when it is time to tell."""
+    if retries != RETRIES_TOLD:
+        return None
+    text = (
+        f"{cli} has retried its provider {retries} times in this turn (the last: {detail}); "
+        "it goes on retrying on its own, and the turn runs until the provider answers or the "
+        "CLI gives up (condensate stop ends it now)."
+    )
+    return SystemLine(at=at, code="provider-retrying", text=text)

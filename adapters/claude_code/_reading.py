@@ -15,7 +15,7 @@ from typing import Any, Literal
 import structlog
 
 from adapters._condense import settled
-from adapters._texts import AUTH_STATUSES, bad_credential
+from adapters._texts import AUTH_STATUSES, bad_credential, retrying
 from adapters.claude_code import _cli
 from adapters.claude_code._translate import (
     Replies,
@@ -76,6 +76,8 @@ class TurnReader:
     window_pending: bool
     operator_interrupt: bool
     _requests: int
+    api_retries: int
+    """The retries the CLI made on its own in the running turn."""
 
     def interrupted(self) -> bool:
         """The operator interrupted the running turn (a method: it changes while we wait)."""
@@ -174,15 +176,20 @@ class TurnReader:
         """Log a retry the CLI makes on its own; the reason to fail the turn when it retries
         an authentication error."""
         detail, status = api_retry(line)
+        self.api_retries += 1
+        told = retrying("Claude Code", self.api_retries, detail, ctx.now())
         await ctx.append(
-            EngineNotice(
-                at=ctx.now(),
-                engine="claude",
-                notice="api-retry",
-                detail=detail,
-                seat="main",
-                session_id=self.session_id or None,
-            )
+            [
+                EngineNotice(
+                    at=ctx.now(),
+                    engine="claude",
+                    notice="api-retry",
+                    detail=detail,
+                    seat="main",
+                    session_id=self.session_id or None,
+                ),
+                *([] if told is None else [told]),
+            ]
         )
         if status not in AUTH_STATUSES:
             return None

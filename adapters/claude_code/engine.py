@@ -115,6 +115,7 @@ class ClaudeCodeEngine(TurnReader):
         self.asks = AskTeller("claude")
         self.in_turn = False
         self.operator_interrupt = False
+        self.api_retries = 0
         """The operator interrupted the running turn: it ends at the CLI's next result."""
         self.prestarted = False
         """``apply_window`` outside a turn already started the new session's process; the
@@ -194,6 +195,7 @@ class ClaudeCodeEngine(TurnReader):
         return await ctx.checkpoint()
 
     async def opening(self, ctx: TurnContext) -> str:
+        self.api_retries = 0  # a turn starts: its retries are counted afresh
         return self._opening(ctx)
 
     async def start_window(self, ctx: TurnContext, *, forced: bool) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import structlog
 
 from adapters._condense import settled
-from adapters._texts import AUTH_STATUSES, bad_credential
+from adapters._texts import AUTH_STATUSES, bad_credential, retrying
 from adapters.codex import _cli
 from adapters.codex._rpc import AppServer, AppServerError, AppServerExited
 from adapters.codex._translate import (
@@ -71,6 +71,8 @@ class TurnReader:
     window_pending: bool
     operator_interrupt: bool
     _interrupt_sent: bool
+    api_retries: int
+    """The retries Codex made on its own in the running turn."""
 
     def _settled(self, ctx: TurnContext, events: list[Event]) -> list[Event]:
         """The events, with an agent's ``condense`` result settled (``_condense``)."""
@@ -173,6 +175,10 @@ class TurnReader:
         detail = retry_detail(params)
         if detail is not None:
             await self._notice(ctx, "api-retry", detail)
+            self.api_retries += 1
+            told = retrying("Codex", self.api_retries, detail, ctx.now())
+            if told is not None:
+                await ctx.append(told)
         status = http_status(params.get("error"))
         if status not in AUTH_STATUSES or read.credential is not None:
             return

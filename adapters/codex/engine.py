@@ -73,6 +73,7 @@ class CodexEngine(TurnReader):
         """The view held no human message after ``sent_upto`` up to this seq."""
         self.in_turn = False
         self.operator_interrupt = False
+        self.api_retries = 0
         """The operator interrupted the running turn: it ends at Codex's ``turn/completed``."""
         self._interrupt_sent = False
         self._lock = asyncio.Lock()
@@ -146,6 +147,7 @@ class CodexEngine(TurnReader):
         """The turn's input: the human messages since Codex last saw the view. A view with
         history and no Codex thread (a daemon restart) starts one with the view as its
         window."""
+        self.api_retries = 0  # a turn starts: its retries are counted afresh
         await self._ensure_server(ctx)
         if not self.codex_thread:
             await self._new_thread(ctx, with_window=queries.has_history(ctx.view))

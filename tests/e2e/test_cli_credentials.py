@@ -13,7 +13,7 @@ import pytest
 
 from condensate.engine import ThreadSpec
 from condensate.events import Engine
-from condensate.testing.fake_model import FakeModelServer
+from condensate.testing.fake_model import Fail, FakeModelServer, Text
 from tests.integration.test_runtime import running
 
 CASES = [
@@ -51,3 +51,29 @@ async def test_a_refused_key_fails_the_cli_turn_within_seconds_naming_the_settin
     assert setting in end.reason
     assert took < 10, took
     assert requests <= 4, requests
+
+
+async def test_claude_code_retrying_an_overloaded_provider_is_told_once_to_the_operator(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """Three retries Claude Code makes on its own in one turn (the provider answering 529)
+    put one provider-retrying system line in the log, naming it; the turn then completes.
+    (Codex 0.171 retries a 529 without a word to its client: nothing to count there.)"""
+    engine, model = "claude", "anthropic:claude-opus-5-5"
+    async with FakeModelServer(window=200_000) as fake:
+        bare = model.split(":", 1)[1]
+        fake.queue(Fail(529), Fail(529), Fail(529), Text("finally"), model=bare)
+        async with running(tmp_path / "home", fake=fake) as runtime:
+            thread = await runtime.create(
+                ThreadSpec(engine=engine, model=model, cwd=str(workdir), brief="hello")
+            )
+            with anyio.fail_after(90):
+                await thread.turn_done.wait()
+            events = [s.event for s in (await runtime.log.events(thread.thread_id))]
+    retries = [e for e in events if e.kind == "engine.notice" and e.notice == "api-retry"]
+    lines = [e for e in events if e.kind == "system.line"]
+    end = [e for e in events if e.kind == "turn.ended"][-1]
+    assert len(retries) >= 3, events
+    assert [line.code for line in lines] == ["provider-retrying"]
+    assert "Claude Code" in lines[0].text
+    assert end.outcome == "completed"
