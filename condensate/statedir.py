@@ -109,46 +109,54 @@ def hold(home: Path) -> int:
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.read(descriptor, 64).decode(errors="replace").strip()
+        pid = os.read(descriptor, 64).decode(errors="replace").strip()
         os.close(descriptor)
-        raise StateDirectoryBusy(_busy_message(home, holder)) from None
+        raise StateDirectoryBusy(_busy_message(home, pid)) from None
     os.ftruncate(descriptor, 0)
     os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
     return descriptor
 
 
-def starting(home: Path) -> bool:
-    """Whether a daemon holds ``home`` but serves nothing yet: it took the lock and is still
-    recovering its threads (``daemon.json`` is written once it answers)."""
+def holder(home: Path) -> str | None:
+    """The pid of the daemon that holds ``home`` (as its lock file says), or None when none
+    does."""
     try:
         descriptor = os.open(home / LOCK_FILE, os.O_RDONLY)
     except OSError:
-        return False
+        return None
     try:
         fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(descriptor, 64, 0).decode(errors="replace").strip()
+        return os.pread(descriptor, 64, 0).decode(errors="replace").strip()
     else:
         fcntl.flock(descriptor, fcntl.LOCK_UN)
-        return False  # nobody holds it
+        return None
     finally:
         os.close(descriptor)
+
+
+def starting(home: Path) -> bool:
+    """Whether a daemon holds ``home`` but serves nothing yet: it took the lock and is still
+    recovering its threads (``daemon.json`` is written once it answers)."""
+    held = holder(home)
+    if held is None:
+        return False
     try:
         marker = json.loads((home / DAEMON_FILE).read_text())
     except (OSError, ValueError):
         return True
-    return not isinstance(marker, dict) or str(marker.get("pid")) != holder
+    return not isinstance(marker, dict) or str(marker.get("pid")) != held
 
 
-def _busy_message(home: Path, holder: str) -> str:
+def _busy_message(home: Path, held_by: str) -> str:
     url = "still starting"
     try:
         marker = json.loads((home / DAEMON_FILE).read_text())
-        if str(marker.get("pid")) == holder:
+        if str(marker.get("pid")) == held_by:
             url = f"serving {marker['url']}"
     except (OSError, ValueError, KeyError, AttributeError):
         pass
-    pid = holder or "unknown"
+    pid = held_by or "unknown"
     return (
         f"Another daemon (pid {pid}, {url}) holds the state directory {home}; stop it, or give "
         "this one another CONDENSATE_HOME."

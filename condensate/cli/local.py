@@ -50,7 +50,9 @@ def _read(
         if args.db:
             store: EventStore = SqliteStore.open(Path(args.db))
         else:
-            if not settings.database_url:
+            # A running daemon tightened its directory at its start, and what its CLIs write
+            # there while they run is theirs: a read-only command leaves it alone.
+            if not settings.database_url and statedir.holder(settings.home) is None:
                 statedir.prepare(settings.home)
             store = await open_store(settings)
         try:

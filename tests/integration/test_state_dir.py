@@ -193,3 +193,38 @@ def test_a_command_waits_for_a_daemon_still_starting(tmp_path: Path) -> None:
     assert client.url == "http://127.0.0.1:9"
     assert client.token == "a-token"  # noqa: S105 - the test's own
     assert 0.5 < waited < 10
+
+
+def test_a_read_only_command_leaves_a_running_daemons_directory_alone(tmp_path: Path) -> None:
+    """While a daemon holds the state directory, `view` re-permissions nothing in it (what
+    the daemon's CLIs write there while they run is theirs); with no daemon, the next
+    command tightens the same file."""
+    home = tmp_path / "state"
+    _run(home, "doctor")  # a private home with its log
+    session = home / "codex" / "t-1" / "sessions" / "rollout.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text("{}\n")
+    session.chmod(0o644)
+    holding = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from condensate import statedir\n"
+        "lock = statedir.hold(Path(sys.argv[1]))\n"
+        "print('held', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", holding, str(home)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        _run(home, "view", "t-1")
+        assert _mode(session) == 0o644
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    _run(home, "view", "t-1")
+    assert _mode(session) == 0o600
