@@ -24,9 +24,10 @@ from condensate.engine import (
 )
 from condensate.engine.registry import installed
 from condensate.errors import Refused
+from condensate.events import TurnEnded
 from condensate.runtime import Runtime
 from condensate.runtime.thread import Thread
-from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
+from condensate.testing.fake_model import Call, FakeModelServer, Overflow, Slow, Text, ToolCalls
 from tests.integration.test_runtime import running
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -204,3 +205,29 @@ async def test_a_thread_its_engine_cannot_enforce_is_refused_before_anything_is_
     assert refusals == ["unsupported-tools", "unsupported-permissions"]
     assert threads == {}
     assert list(logged) == []
+
+
+async def test_a_first_call_refused_with_a_false_claim_does_not_stop_the_next_turn(
+    tmp_path: Path, fake: FakeModelServer
+) -> None:
+    """The provider refuses a thread's first call claiming 200,001 tokens (the prompt holds a
+    few hundred): that turn ends, and the next message's turn calls the provider again and
+    completes, instead of stopping on the old claim."""
+    fake.queue(Overflow(tokens=200_001), Text("answered now"), model="claude-sonnet-4-5")
+    async with running(tmp_path / "home", fake=fake) as runtime:
+        thread = await runtime.create(
+            ThreadSpec(
+                engine="api", model="anthropic:claude-sonnet-4-5", cwd=str(tmp_path), brief="hi"
+            )
+        )
+        with anyio.fail_after(30):
+            await thread.turn_done.wait()
+        await runtime.steer(thread, "try again")
+        with anyio.fail_after(30):
+            while thread.projection.turn < 2 or thread.running:
+                await thread.turn_done.wait()
+        events = [s.event for s in (await runtime.log.events(thread.thread_id))]
+    ends = [e for e in events if isinstance(e, TurnEnded)]
+    assert len(ends) == 2
+    assert ends[-1].outcome == "completed"
+    assert [r.reply for r in fake.requests][-1] == "text"

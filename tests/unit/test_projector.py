@@ -196,3 +196,17 @@ def test_a_seq_past_the_last_event_is_no_event_to_pin():
         f"Seq {last + 90} is no event of the thread (its events run 1 to {last})."
     )
     assert pinnable(b.view, 0) is not None
+
+
+def test_a_refusal_holds_for_its_turn_and_a_new_turn_tries_again():
+    """A first call refused with a claim far past what the prompt holds forces its turn's
+    window; the next turn starts with no refusal standing, so it calls the provider again
+    instead of stopping on the old claim."""
+    b = ThreadBuilder()
+    b.turn("brief", 100)
+    b.refused(tokens=200_001, limit=200_000)
+    assert b.view.refusal == 200_001
+    b.end("stopped")
+    assert b.view.refusal == 200_001
+    b.turn("try again", 20)
+    assert b.view.refusal is None

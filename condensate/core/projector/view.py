@@ -152,6 +152,9 @@ class Projection:
                 self.turn += 1
                 self.turn_open = True
                 self.turn_started_seq = seq
+                # A refusal's claim was about the prompt its turn sent: a new turn tries the
+                # provider again (were the claim true, the provider says so again).
+                self.refusal = None
             case TurnEnded(reason=reason, outcome=outcome):
                 self.turn_open = False
                 self.last_turn_reason = reason
