@@ -172,14 +172,19 @@ def _offline_commands(command: Callable[[str, str], argparse.ArgumentParser]) ->
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="condensate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="condensate", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--json", action="store_true", help="print one JSON object")
-        p.add_argument("--db", help="the log file (default: the state directory's)")
+        p = sub.add_parser(
+            name, help=help_text, description=help_text[:1].upper() + help_text[1:] + "."
+        )
+        # SUPPRESS: a --json given before the subcommand is not undone by its default here.
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
+        if name in READS_A_LOG:
+            p.add_argument("--db", help="the log file (default: the state directory's)")
         return p
 
     _setup_commands(command)
@@ -214,6 +219,15 @@ COMMANDS = {
     "ui": cmd_ui,
 }
 
+
+DESCRIPTION = (
+    "Condensate manages the context of long-running coding agents. `serve` runs the daemon; "
+    "`run`, `chat`, `threads`, `status`, `tail`, `compact` and the rest talk to it; `doctor`, "
+    "`view` and `export` read the log and need no daemon."
+)
+JSON_HELP = "print JSON for scripts, before or after the command"
+READS_A_LOG = frozenset({"doctor", "view", "export", "archive"})
+"""The commands that read the log in place, and so take --db."""
 
 EX_TEMPFAIL = 75
 
