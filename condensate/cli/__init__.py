@@ -69,6 +69,7 @@ def _operator_commands(command: Callable[[str, str], argparse.ArgumentParser]) -
     talk.add_argument("--model", help="start a new thread on this model with your first message")
     talk.add_argument("--engine")
     talk.add_argument("--cwd", default=".")
+    talk.add_argument("--permissions", default="default", help=PERMISSIONS_HELP)
     send = command("send", "send a thread a message (a steer, or the start of its next turn)")
     send.add_argument("thread")
     send.add_argument("text")
@@ -107,6 +108,7 @@ def _thread_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> 
     run.add_argument("--model", required=True, help="e.g. anthropic:claude-opus-5-5")
     run.add_argument("--cwd", default=".")
     run.add_argument("--persona", default="")
+    run.add_argument("--permissions", default="default", help=PERMISSIONS_HELP)
     run.add_argument(
         "--head",
         action="store_true",
@@ -226,6 +228,10 @@ DESCRIPTION = (
     "`view` and `export` read the log and need no daemon."
 )
 JSON_HELP = "print JSON for scripts, before or after the command"
+PERMISSIONS_HELP = (
+    "what a new thread's tools may do (default, workspace, read-only, ...; each engine says "
+    "which it can enforce)"
+)
 READS_A_LOG = frozenset({"doctor", "view", "export", "archive"})
 """The commands that read the log in place, and so take --db."""
 

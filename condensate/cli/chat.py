@@ -235,6 +235,7 @@ def _start(client: DaemonClient, args: argparse.Namespace, brief: str) -> str:
         "model": args.model,
         "cwd": str(Path(args.cwd).resolve()),
         "brief": brief,
+        "permissions": args.permissions,
     }
     return str(client.call("POST", "/threads", body)["id"])
 

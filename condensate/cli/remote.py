@@ -133,6 +133,7 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         "brief": args.brief,
         "persona": args.persona,
         "head": args.head,
+        "permissions": args.permissions,
     }
     thread = client.call("POST", "/threads", body)
     if args.detach:

@@ -459,3 +459,30 @@ async def test_doctor_reads_the_postgres_log_the_settings_name(
     assert data["db"].startswith("postgresql://127.0.0.1:")
     assert data["threads"] == 0
     assert not (tmp_path / "condensate.db").exists()
+
+
+async def test_run_starts_its_thread_with_the_permissions_given(
+    daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """`run --permissions read-only` creates the thread with those permissions, as its log
+    records them."""
+    fake.queue(Text("looked only"))
+    code, out, err = await condensate(
+        daemon.home,
+        "run",
+        "--model",
+        MODEL,
+        "--cwd",
+        str(tmp_path),
+        "--permissions",
+        "read-only",
+        "--detach",
+        "look around",
+    )
+    assert code == 0, err
+    thread = out.strip()
+    async with aiohttp.ClientSession() as session:
+        status, page = await call(session, daemon, "GET", f"/threads/{thread}/tail?after=0")
+    assert status == 200, page
+    (created,) = [e for e in page["events"] if e["kind"] == "thread.created"]
+    assert created["permissions"] == "read-only"

@@ -33,3 +33,11 @@ def test_only_the_commands_that_read_a_log_take_db(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         build_parser().parse_args(["threads", "--db", "log.db"])
     assert "unrecognized arguments: --db" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["run", "do it", "--model", "m"], ["chat", "--model", "m"]])
+def test_a_new_threads_permissions_can_be_given(command: list[str]) -> None:
+    """`run` and `chat` start threads, and take their permissions (default: default)."""
+    parser = build_parser()
+    assert parser.parse_args(command).permissions == "default"
+    assert parser.parse_args([*command, "--permissions", "read-only"]).permissions == "read-only"
