@@ -64,6 +64,7 @@ from condensate.api.threads import (
     Tokens,
     ToolAnswer,
     Usage,
+    title_of,
 )
 
 __all__ = [
@@ -125,4 +126,5 @@ __all__ = [
     "logged",
     "openapi_document",
     "preview_answer",
+    "title_of",
 ]

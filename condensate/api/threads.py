@@ -71,10 +71,21 @@ class ResetState(ResetPolicy):
     resets: int
 
 
+TITLE_CHARS = 80
+
+
+def title_of(brief: str) -> str:
+    """A thread's title: its brief's first non-empty line, cut to ``TITLE_CHARS``."""
+    line = next((ln.strip() for ln in brief.splitlines() if ln.strip()), "")
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
 class Thread(Answer):
     """A thread this daemon runs."""
 
     id: str
+    title: str
+    """The brief's first line, at most 80 characters: what tells threads apart."""
     engine: str
     model: str
     cwd: str

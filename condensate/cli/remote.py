@@ -37,14 +37,17 @@ def cmd_threads(settings: Settings, args: argparse.Namespace) -> int:
     rows = [
         [
             t["id"],
-            t["engine"],
+            t.get("title", ""),  # a thread another daemon owns shows no title
+            t.get("engine", ""),
             style(t["status"], colour.get(t["status"], "yellow")),
-            t["model"],
+            t.get("model", ""),
+            t.get("cwd", ""),
             f"{t['events']:,}",
         ]
         for t in data["threads"]
     ]
-    text = table(["THREAD", "ENGINE", "STATUS", "MODEL", "EVENTS"], rows, style)
+    headings = ["THREAD", "TITLE", "ENGINE", "STATUS", "MODEL", "CWD", "EVENTS"]
+    text = table(headings, rows, style)
     emit(args, data, text or "no threads")
     return 0
 

@@ -230,6 +230,7 @@ def thread_answer(runtime: Runtime, thread: Thread) -> api.Thread:
     reset = thread.spec.reset
     return api.Thread(
         id=thread.thread_id,
+        title=api.title_of(thread.spec.brief),
         engine=thread.spec.engine,
         model=thread.spec.model,
         cwd=thread.spec.cwd,

@@ -116,13 +116,19 @@ async def test_threads_json_lists_the_threads(daemon: DaemonProcess, thread: str
 
 
 async def test_threads_text_has_a_row_per_thread(daemon: DaemonProcess, thread: str) -> None:
-    """`threads` prints one row per thread naming its id, engine, status and model."""
+    """`threads` prints one row per thread naming its id, its title (the brief's first line),
+    engine, status, model and cwd: what tells threads apart."""
     code, out, err = await condensate(daemon.home, "threads")
     assert code == 0, err
     (row,) = [line for line in out.splitlines() if line.startswith(thread)]
+    assert "the shared brief" in row
     assert "api" in row
     assert "idle" in row
     assert MODEL in row
+    async with aiohttp.ClientSession() as session:
+        _, shown = await call(session, daemon, "GET", f"/threads/{thread}")
+    assert shown["title"].startswith("the shared brief")
+    assert shown["cwd"] in row
 
 
 async def test_status_shows_a_usage_bar(daemon: DaemonProcess, thread: str) -> None:

@@ -188,7 +188,8 @@ function threadRow(id) {
     const select = element("button", { type: "button", className: "thread-id" }, id);
     select.addEventListener("click", () => selectThread(id));
     const cells = [0, 1, 2, 3, 4, 5].map(() => element("td"));
-    row = element("tr", { "data-thread": id }, element("td", {}, select), ...cells);
+    const title = element("div", { className: "thread-title" });
+    row = element("tr", { "data-thread": id }, element("td", {}, select, title), ...cells);
     state.rows.set(id, row);
   }
   return row;
@@ -198,6 +199,8 @@ function fillRow(row, thread) {
   const chosen = thread.id === state.selected;
   const [first, ...cells] = row.children;
   first.firstChild.setAttribute("aria-pressed", String(chosen));
+  // What tells threads apart: the brief's first line, and where the thread works.
+  first.lastChild.replaceChildren(thread.title ? `${thread.title} (${thread.cwd})` : "");
   if (chosen) row.setAttribute("aria-current", "true");
   else row.removeAttribute("aria-current");
   if (thread.usage === undefined) {
