@@ -12,6 +12,8 @@ import itertools
 import json
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from condensate.events import SystemLine, now_utc
 from condensate.http import live_routes
 from condensate.http.middleware import Guard
 from condensate.http.server import make_app
+from condensate.runtime import Runtime
 from condensate.runtime.live import Hub
 from condensate.testing.fake_model import FakeModelServer, Slow, Text
 from tests.integration.daemon import DaemonProcess, call, wait_for
@@ -317,6 +320,27 @@ async def test_streams_end_when_the_daemon_stops(fake: FakeModelServer, tmp_path
         daemon.close()
 
 
+@asynccontextmanager
+async def served(
+    runtime: Runtime, streams: int | None = None
+) -> AsyncIterator[tuple[web.Application, str, dict[str, str]]]:
+    """The daemon's app on loopback (at most ``streams`` live streams, when given): the app,
+    its base URL and the headers a call needs."""
+    guard = Guard("tok", frozenset())
+    app = make_app(runtime, guard)
+    if streams is not None:
+        app[live_routes.SLOTS] = live_routes.StreamSlots(cap=streams)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    guard.hosts = frozenset({f"127.0.0.1:{port}"})
+    try:
+        yield app, f"http://127.0.0.1:{port}", {"Authorization": "Bearer tok"}
+    finally:
+        await runner.cleanup()
+
+
 async def test_a_reader_that_falls_behind_is_told_to_resync(
     fake: FakeModelServer, tmp_path: Path
 ) -> None:
@@ -328,15 +352,7 @@ async def test_a_reader_that_falls_behind_is_told_to_resync(
         aiohttp.ClientSession() as session,
     ):
         runtime.live = Hub(capacity=4)
-        guard = Guard("tok", frozenset())
-        runner = web.AppRunner(make_app(runtime, guard), shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        guard.hosts = frozenset({f"127.0.0.1:{port}"})
-        base, headers = f"http://127.0.0.1:{port}", {"Authorization": "Bearer tok"}
-        try:
+        async with served(runtime) as (_, base, headers):
             thread = await runtime.create(ThreadSpec("api", MODEL, str(tmp_path), "Hi."))
             with anyio.fail_after(30):
                 while thread.running:
@@ -363,8 +379,6 @@ async def test_a_reader_that_falls_behind_is_told_to_resync(
                 rest = await Reader(response).rest()
             texts = [m.data["text"] for m in [*sent, *rest]]
             assert texts == [str(i) for i in range(10)]
-        finally:
-            await runner.cleanup()
 
 
 async def test_streams_past_their_cap_are_refused_with_a_retry_after(
@@ -376,35 +390,23 @@ async def test_streams_past_their_cap_are_refused_with_a_retry_after(
     async with (
         runtime_on(tmp_path / "home", fake) as runtime,
         aiohttp.ClientSession() as session,
+        served(runtime, streams=2) as (app, base, headers),
     ):
-        guard = Guard("tok", frozenset())
-        app = make_app(runtime, guard)
-        app[live_routes.SLOTS] = live_routes.StreamSlots(cap=2)
-        runner = web.AppRunner(app, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        guard.hosts = frozenset({f"127.0.0.1:{port}"})
-        base, headers = f"http://127.0.0.1:{port}", {"Authorization": "Bearer tok"}
-        try:
-            first = await session.get(f"{base}/live?seconds=30", headers=headers)
-            second = await session.get(f"{base}/live?seconds=30", headers=headers)
-            assert (first.status, second.status) == (200, 200)
-            async with session.get(f"{base}/live?seconds=0", headers=headers) as third:
-                assert third.status == 503
-                assert third.headers["Retry-After"] == "5"
-                assert (await third.json())["error"] == "too-many-streams"
-            async with session.get(f"{base}/threads", headers=headers) as listed:
-                assert listed.status == 200
-            first.close()
-            for _ in range(200):  # the server sees the hang-up at its next look (a poll)
-                if app[live_routes.SLOTS].taken <= 1:
-                    break
-                await anyio.sleep(0.05)
-            assert app[live_routes.SLOTS].taken == 1
-            async with session.get(f"{base}/live?seconds=0", headers=headers) as again:
-                assert again.status == 200
-            second.close()
-        finally:
-            await runner.cleanup()
+        first = await session.get(f"{base}/live?seconds=30", headers=headers)
+        second = await session.get(f"{base}/live?seconds=30", headers=headers)
+        assert (first.status, second.status) == (200, 200)
+        async with session.get(f"{base}/live?seconds=0", headers=headers) as third:
+            assert third.status == 503
+            assert third.headers["Retry-After"] == "5"
+            assert (await third.json())["error"] == "too-many-streams"
+        async with session.get(f"{base}/threads", headers=headers) as listed:
+            assert listed.status == 200
+        first.close()
+        for _ in range(200):  # the server sees the hang-up at its next look (a poll)
+            if app[live_routes.SLOTS].taken <= 1:
+                break
+            await anyio.sleep(0.05)
+        assert app[live_routes.SLOTS].taken == 1
+        async with session.get(f"{base}/live?seconds=0", headers=headers) as again:
+            assert again.status == 200
+        second.close()

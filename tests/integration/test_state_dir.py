@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -158,38 +159,49 @@ async def test_a_cli_childs_stderr_log_is_created_0600(tmp_path: Path) -> None:
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
 
 
-def test_a_command_waits_for_a_daemon_still_starting(tmp_path: Path) -> None:
-    """A daemon that holds the state directory but serves nothing yet (daemon.json not
-    written) is waited for: the command's client gets the URL the daemon then writes, not a
-    'no token' or a refused connection."""
-    home = tmp_path / "state"
-    starter = (
+@contextmanager
+def held(home: Path, then: str = "") -> Iterator[None]:
+    """A process that holds ``home``'s lock as a daemon does, then runs ``then`` (Python,
+    with ``home`` and ``os``, ``json``, ``time`` at hand) and sleeps, until the block ends."""
+    script = (
         "import json, os, sys, time\n"
         "from pathlib import Path\n"
         "from condensate import statedir\n"
         "home = Path(sys.argv[1])\n"
         "lock = statedir.hold(home)\n"
         "print('held', flush=True)\n"
-        "time.sleep(1.0)\n"
-        "(home / 'token').write_text('a-token')\n"
-        "marker = {'url': 'http://127.0.0.1:9', 'pid': os.getpid()}\n"
-        "(home / 'daemon.json').write_text(json.dumps(marker))\n"
+        f"{then}"
         "time.sleep(30)\n"
     )
     holder = subprocess.Popen(
-        [sys.executable, "-c", starter, str(home)], cwd=REPO, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", script, str(home)], cwd=REPO, stdout=subprocess.PIPE, text=True
     )
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
-        began = time.monotonic()
-        client = DaemonClient.find(Settings(home=home))
-        waited = time.monotonic() - began
+        yield
     finally:
         holder.kill()
         holder.wait()
         if holder.stdout is not None:
             holder.stdout.close()
+
+
+def test_a_command_waits_for_a_daemon_still_starting(tmp_path: Path) -> None:
+    """A daemon that holds the state directory but serves nothing yet (daemon.json not
+    written) is waited for: the command's client gets the URL the daemon then writes, not a
+    'no token' or a refused connection."""
+    home = tmp_path / "state"
+    starting = (
+        "time.sleep(1.0)\n"
+        "(home / 'token').write_text('a-token')\n"
+        "marker = {'url': 'http://127.0.0.1:9', 'pid': os.getpid()}\n"
+        "(home / 'daemon.json').write_text(json.dumps(marker))\n"
+    )
+    with held(home, starting):
+        began = time.monotonic()
+        client = DaemonClient.find(Settings(home=home))
+        waited = time.monotonic() - began
     assert client.url == "http://127.0.0.1:9"
     assert client.token == "a-token"  # noqa: S105 - the test's own
     assert 0.5 < waited < 10
@@ -205,26 +217,8 @@ def test_a_read_only_command_leaves_a_running_daemons_directory_alone(tmp_path: 
     session.parent.mkdir(parents=True)
     session.write_text("{}\n")
     session.chmod(0o644)
-    holding = (
-        "import sys, time\n"
-        "from pathlib import Path\n"
-        "from condensate import statedir\n"
-        "lock = statedir.hold(Path(sys.argv[1]))\n"
-        "print('held', flush=True)\n"
-        "time.sleep(30)\n"
-    )
-    holder = subprocess.Popen(
-        [sys.executable, "-c", holding, str(home)], cwd=REPO, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "held"
+    with held(home):
         _run(home, "view", "t-1")
         assert _mode(session) == 0o644
-    finally:
-        holder.kill()
-        holder.wait()
-        if holder.stdout is not None:
-            holder.stdout.close()
     _run(home, "view", "t-1")
     assert _mode(session) == 0o600
