@@ -10,9 +10,10 @@ CondensateError
 │   └── ThreadOwnedElsewhere  another daemon of the fleet holds the thread's lease
 ├── Refused                a request the runtime turns down (.code; its status is the edge's)
 └── ProviderError          a model API call failed; ``retryable`` says if trying again may help
+    │                      (``.should_retry``, ``.retry_after``: what the provider said)
     ├── ContextWindowExceeded  the provider refused the prompt as too long (.tokens, .limit)
     ├── AuthenticationFailed   401/403: a missing or wrong key
-    ├── RateLimited            429 (.retry_after)
+    ├── RateLimited            429
     ├── ProviderUnavailable    5xx
     │   └── ProviderOverloaded    529, or an error body of type overloaded_error
     ├── TransportFailed        connection refused or reset, a read timeout, the call deadline
@@ -127,17 +128,6 @@ class AuthenticationFailed(ProviderError):
 class RateLimited(ProviderError):
     code = "rate-limited"
     retryable = True
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retry_after: float | None = None,
-        status: int | None = None,
-        provider: str = "",
-    ) -> None:
-        super().__init__(message, status=status, provider=provider)
-        self.retry_after = retry_after
 
 
 class ProviderUnavailable(ProviderError):
