@@ -34,7 +34,7 @@ from condensate.errors import ConfigError, TemporaryFailure
 from condensate.eventlog import EventStore
 from condensate.eventlog.postgres import Owner, PostgresStore, where
 from condensate.eventlog.sqlite import SqliteStore
-from condensate.gateway import Gateway, Upstream
+from condensate.gateway import Gateway, Passes, Upstream
 from condensate.http import edge
 from condensate.http.middleware import Guard
 from condensate.http.server import make_app
@@ -260,7 +260,14 @@ async def _running(
     ):
         runtime = _runtime(settings, event_log, run, engine_settings, session)
         observer = runtime.metrics.calls("gateway")
-        gateway = Gateway(upstream(settings), runtime, relay, admitter=runtime, observer=observer)
+        gateway = Gateway(
+            upstream(settings),
+            runtime,
+            relay,
+            admitter=runtime,
+            observer=observer,
+            passes=Passes.of_token(token),
+        )
         runner: web.AppRunner | None = None
         webhook = _usage_webhook(settings, session, runtime)
         runtime.fleet = fleet

@@ -29,6 +29,9 @@ AskMode = Literal[CompactionMode, "decline"]
 """How an ask is answered."""
 Answerer = Literal["thread", "operator", "runtime"]
 ToolCategory = Literal["reread", "action", "control"]
+Attached = Literal["managed", "costs"]
+"""A person's own CLI session through the gateway: managed (windows taken in flight), or
+for costs and logging only (``--no-manage``)."""
 TurnOutcomeKind = Literal["completed", "stopped", "interrupted", "failed"]
 """How a turn ended."""
 
@@ -81,6 +84,11 @@ class ThreadCreated(_Event):
     every thread created before clamps)."""
     near_limit_warnings: bool = False
     """Each request near the line carries an URGENT or CRITICAL notice in its system prompt."""
+    attached: Attached | None = None
+    """Set for a CLI a person runs in their own terminal (``condensate claude``): the daemon
+    runs none of its turns; its requests through the gateway are its log."""
+    attached_pid: int | None = None
+    """The process of the wrapper the person ran (``condensate claude``)."""
 
 
 class BaselineMeasured(_Event):

@@ -37,7 +37,9 @@ from adapters.claude_code._cli import (
     STATE_DIR,
     ClaudeSettings,
     check_version,
+    cli_model,
     doctor,
+    launch,
     resolve_binary,
 )
 from adapters.claude_code._permissions import check, flags
@@ -62,6 +64,8 @@ ENGINE = EngineInfo(
     settings=ClaudeSettings,
     thread_dirs=STATE_DIR,
     check=doctor,
+    launch=launch,
+    cli_model=cli_model,
 )
 
 __all__ = [

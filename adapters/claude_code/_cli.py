@@ -10,6 +10,7 @@ import contextlib
 import json
 import sys
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,15 @@ from pydantic import Field
 from adapters import _child, _pinned
 from adapters.claude_code import _permissions
 from condensate.core.context_tools import offered
-from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, Verdict, mcp, own_settings
+from condensate.engine import (
+    EngineEnv,
+    EngineSettings,
+    Launch,
+    ThreadSpec,
+    Verdict,
+    mcp,
+    own_settings,
+)
 from condensate.providers import parse_model
 
 STATE_DIR = "claude"
@@ -187,3 +196,43 @@ def permission_answer(request_id: str, verdict: Verdict, tool_input: Any) -> dic
         "type": "control_response",
         "response": {"subtype": "success", "request_id": request_id, "response": answer},
     }
+
+
+def launch(settings: EngineSettings, base_url: str, managed: bool) -> Launch:
+    """A person's own ``claude`` through the gateway: its pass is in ``ANTHROPIC_BASE_URL``,
+    so it keeps its own login; while Condensate manages the session its own compaction is off
+    (``DISABLE_AUTO_COMPACT``: the person's ``/compact`` still works, and is logged)."""
+    own = own_settings(ClaudeSettings, settings)
+    env = {"ANTHROPIC_BASE_URL": base_url}
+    if managed:
+        env["DISABLE_AUTO_COMPACT"] = "1"
+    logins = (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "~/.claude/.credentials.json",
+    )
+    key = base_url.rsplit("/", 1)[-1]
+    return Launch(resolve_binary(own.claude_binary), (), env, logins, "ANTHROPIC_API_KEY", key)
+
+
+MODEL_ALIASES = {
+    "opus": "claude-opus-5-5",
+    "sonnet": "claude-sonnet-5-5",
+    "haiku": "claude-haiku-5-5",
+}
+DEFAULT_MODEL = "claude-opus-5-5"
+"""The pinned CLI's default model (``system/init``'s ``model``, 2.1.332)."""
+
+
+def cli_model(args: Sequence[str]) -> str:
+    """The model ``claude`` runs with these arguments: ``--model X`` (an alias read as the
+    CLI reads it), else its default."""
+    named = DEFAULT_MODEL
+    for i, arg in enumerate(args):
+        if arg == "--model" and i + 1 < len(args):
+            named = args[i + 1]
+        elif arg.startswith("--model="):
+            named = arg.split("=", 1)[1]
+    named = MODEL_ALIASES.get(named, named)
+    return named if ":" in named else f"anthropic:{named}"

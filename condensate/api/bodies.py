@@ -65,6 +65,27 @@ class CreateThread(_Body):
     notice in its system prompt, that request only (on the CLI engines the gateway adds it)."""
 
 
+class Attach(_Body):
+    """``POST /attach``: a thread for a CLI a person runs in their own terminal
+    (``condensate claude``): the daemon answers how to start it through the gateway."""
+
+    engine: str
+    """An engine whose CLI a person can run (``claude``, ``codex``)."""
+    cwd: str = Field(examples=["/home/me/src/project"])
+    args: list[str] = Field(default_factory=list, max_length=1000)
+    """The CLI's own arguments: its engine reads the model they name (else its default)."""
+    manage: bool = True
+    """False: through the gateway for costs and logging only, no window taken."""
+    pid: int | None = Field(default=None, gt=0, le=4_194_304)
+    """The wrapper's process: the session ends when it is gone."""
+
+
+class Detach(_Body):
+    """``POST /threads/:id/detach``: the person's CLI exited."""
+
+    exit_code: int = Field(alias="exitCode", ge=-255, le=255)
+
+
 class SendMessage(_Body):
     text: str = Field(min_length=1)
     pinned: bool = False

@@ -24,8 +24,10 @@ from condensate.api.answer import Error, Health
 from condensate.api.approvals import ApprovalAnswered, Approvals
 from condensate.api.bodies import (
     ApprovalAnswer,
+    Attach,
     CompactAnswer,
     CreateThread,
+    Detach,
     Interrupt,
     PinMessage,
     SendMessage,
@@ -35,6 +37,8 @@ from condensate.api.log import TailPage
 from condensate.api.threads import (
     AnyThread,
     Archived,
+    Attached,
+    Detached,
     Interrupted,
     MessageSent,
     Pinned,
@@ -141,6 +145,25 @@ OPERATIONS: tuple[Operation, ...] = (
         "Start a thread (413 message-too-large: a brief past the line)",
         {201: _ok("the new thread", Thread)},
         body=CreateThread,
+    ),
+    Operation(
+        "POST",
+        "/attach",
+        "attachSession",
+        "A thread for a CLI a person runs in their own terminal (condensate claude), and how "
+        "to start that CLI through the gateway",
+        {201: _ok("the thread and the launch", Attached)},
+        errors=(409,),
+        body=Attach,
+    ),
+    Operation(
+        "POST",
+        "/threads/{thread_id}/detach",
+        "detachSession",
+        "The person's CLI exited: its session's turn ends (409 not-attached)",
+        {200: _ok("ended", Detached)},
+        errors=(404, 409),
+        body=Detach,
     ),
     Operation("GET", "/threads", "listThreads", "List threads", {200: _ok("threads", ThreadList)}),
     Operation(

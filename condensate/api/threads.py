@@ -168,3 +168,31 @@ class Archived(Answer):
     events: int
     snapshots: int
     digest: str
+
+
+class Launch(Answer):
+    """How the wrapper starts the person's CLI: the binary, the arguments before theirs, the
+    variables added to their environment (the gateway's base URL with the session's pass)."""
+
+    binary: str
+    args: list[str]
+    env: dict[str, str]
+    logins: list[str]
+    """What shows the person has a login of their own (variables, ``~/`` files)."""
+    key_variable: str = Field(alias="keyVariable")
+    key: str
+    """Given as ``keyVariable`` to a person with no login: the daemon's credential is used."""
+
+
+class Attached(Answer):
+    """``POST /attach``: the thread of the person's CLI session, and how to start the CLI."""
+
+    thread: Thread
+    launch: Launch
+
+
+class Detached(Answer):
+    """``POST /threads/:id/detach``: the session's turn has ended."""
+
+    thread: str
+    outcome: str

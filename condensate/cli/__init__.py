@@ -39,6 +39,7 @@ from condensate.cli.remote import (
     cmd_threads,
     cmd_ui,
 )
+from condensate.cli.wrap import cmd_wrap, wrapped
 from condensate.engine import registry as engines
 from condensate.errors import CondensateError, ConfigError, TemporaryFailure
 from condensate.events import AskMode
@@ -197,6 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--open", action="store_true", help="open it in a browser too"
     )
     _offline_commands(command)
+    for name in wrapped():
+        wrapper = command(
+            name,
+            f"run your own {name} in this terminal, its context managed through the daemon's "
+            "gateway (--no-manage: costs and logging only); its arguments pass through",
+        )
+        wrapper.add_argument("cli_args", nargs=argparse.REMAINDER, help=f"{name}'s own")
     return parser
 
 
@@ -259,6 +267,10 @@ def exit_status(command: str, error: CondensateError) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] in wrapped() and not {"-h", "--help"} & set(given[1:2]):
+        # Everything after the CLI's name is the CLI's own (but a leading --no-manage).
+        return _wrap(given[0], given[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -276,3 +288,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_status(args.command, exc)
     except KeyboardInterrupt:
         return 130
+
+
+def _wrap(engine: str, argv: list[str]) -> int:
+    try:
+        settings = load_settings()
+        configure_logging(settings.log_format)
+        return cmd_wrap(settings, engine, argv)
+    except CondensateError as exc:
+        sys.stderr.write(f"condensate: {exc}\n")
+        return exit_status(engine, exc)

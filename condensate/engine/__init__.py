@@ -13,7 +13,7 @@ runtime implements the context; the engines never touch the store, the planner o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar, runtime_checkable
@@ -23,7 +23,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from condensate.config import read_settings
 from condensate.core.meter import ContextUsage
 from condensate.core.projector import Projection
-from condensate.events import Engine, Event, ResetPolicy, Stored, TurnOutcomeKind, Window
+from condensate.events import Attached, Engine, Event, ResetPolicy, Stored, TurnOutcomeKind, Window
 from condensate.providers import ModelClient
 
 
@@ -55,6 +55,11 @@ class ThreadSpec:
     """Tokens of a tool result the view shows; a larger one is paged (None: not paged)."""
     near_limit_warnings: bool = False
     """Requests near the line carry a request-scoped URGENT or CRITICAL notice."""
+    attached: Attached | None = None
+    """Set for a CLI a person runs in their own terminal (``condensate claude``): its one
+    long turn is the person's session, and the engine's CLI is never started by the daemon."""
+    attached_pid: int | None = None
+    """The process of the wrapper the person ran: the session ends when it is gone."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,9 @@ class GatewayAccess:
     session: Callable[[str], None]
     """The engine now runs this session (Claude Code's session id, Codex's thread id):
     requests that name another are refused."""
+    attach: Callable[[], str] | None = None
+    """The base URL for a person's own CLI session (``condensate claude``), its pass in the
+    path, so the CLI keeps its own credential; the same after a daemon restart."""
 
 
 class EngineSettings(BaseSettings):
@@ -233,6 +241,27 @@ class EngineEnv:
         return self.gateway is None or window.window_kind in ("summary", "drop")
 
 
+@dataclass(frozen=True)
+class Launch:
+    """How a person's own CLI is started in their terminal (``condensate claude``): the
+    binary, the arguments put before theirs, and the variables added to their environment
+    (the gateway's base URL with the session's pass in it, the CLI's own compaction off)."""
+
+    binary: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    logins: tuple[str, ...] = ()
+    """What shows that the person has a login of their own: variables, and files under their
+    home (``~/...``); with none, ``key_variable`` is given the session's pass and the daemon's
+    credential is used."""
+    key_variable: str = ""
+    key: str = ""
+
+
+Launcher = Callable[[EngineSettings, str, bool], Launch]
+"""An engine's ``Launch`` for its settings, the gateway's base URL and whether the session is
+managed (windows taken in flight) or run for costs and logging only."""
+
 EngineFactory = Callable[[ThreadSpec, EngineEnv], EngineAdapter]
 
 Checkpoints = Literal["before-each-call", "after-tool-results", "after-each-response"]
@@ -285,6 +314,12 @@ class EngineInfo:
     """The directory under the state directory in which the engine keeps one directory per
     thread for its CLI (``claude``: ``$CONDENSATE_HOME/claude/<thread>``). No CLI session
     outlives a restart, so the daemon removes them at start (``statedir.clear_thread_dirs``)."""
+    cli_model: Callable[[Sequence[str]], str] | None = None
+    """The model the engine's CLI runs with a person's arguments (the one they name, else
+    its default), as threads name models (``anthropic:claude-opus-5-5``)."""
+    launch: Launcher | None = None
+    """How a person runs the engine's CLI in their own terminal through the gateway
+    (``condensate claude``); None: the engine has no such CLI."""
     check: Callable[[EngineSettings], str] | None = None
     """What ``condensate doctor`` reports: the engine's binary and version; raises
     ``ConfigError`` saying why it cannot run."""
@@ -304,6 +339,8 @@ __all__ = [
     "Engines",
     "GatewayAccess",
     "Interruptible",
+    "Launch",
+    "Launcher",
     "ThreadSpec",
     "TurnContext",
     "TurnOutcome",

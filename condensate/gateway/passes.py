@@ -1,8 +1,10 @@
 """Gateway passes: the credential a CLI session holds instead of the provider's key.
 
-A pass names its thread and session and is signed with a secret that lives only in the
-daemon's memory, so it is worth nothing to a provider, to another daemon or after a restart.
-Issuing a thread's next pass retires the one before: a request from a session that is no
+A pass names its thread and session and is signed with the daemon's secret (derived from its
+token), so it is worth nothing to a provider or to another daemon; it is good only while its
+session is its thread's current one, and the daemon knows no current session after a restart
+but a person's own CLI session (``condensate claude``), which it takes up again with the same
+pass. Issuing a thread's next pass retires the one before: a request from a session that is no
 longer the thread's current one is refused. A pass is good under one API only, its thread's
 engine's: a Claude Code session's pass cannot spend the OpenAI key, nor a Codex session's the
 Anthropic one.
@@ -36,8 +38,11 @@ class PassRefused(Exception):
 
 MISSING = (
     "This is Condensate's model gateway: a request needs the pass the daemon gave its CLI "
-    "session (as the API key or bearer token)."
+    "session (as the API key or bearer token, or in the base URL: condensate claude and "
+    "condensate codex give it)."
 )
+ATTACHED = "attached"
+"""The session of a person's own CLI: one per thread, so its pass outlives a restart."""
 FOREIGN = "The gateway pass was not issued by this daemon (or not since it started)."
 
 
@@ -55,14 +60,20 @@ class Passes:
     """Thread -> the request header in which its engine's CLI names its session (what the
     engine declares as ``EngineInfo.session_header``)."""
 
+    @classmethod
+    def of_token(cls, token: str) -> Passes:
+        """Passes signed with a secret derived from the daemon's token: a person's CLI
+        session keeps its pass across a restart of the daemon (its token is kept)."""
+        return cls(secret=hmac.new(token.encode(), b"condensate gateway passes", "sha256").digest())
+
     def _mac(self, thread_id: str, session: str) -> str:
         message = f"{thread_id}.{session}".encode()
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:40]
 
-    def issue(self, thread_id: str, api: str) -> Pass:
-        """A new session for ``thread_id``, good under ``api`` only; the thread's earlier
-        session is retired."""
-        session = secrets.token_hex(8)
+    def issue(self, thread_id: str, api: str, session: str | None = None) -> Pass:
+        """A new session for ``thread_id`` (a fresh one, unless ``session`` names it), good
+        under ``api`` only; the thread's earlier session is retired."""
+        session = session or secrets.token_hex(8)
         self.current[thread_id] = session
         self.apis[thread_id] = api
         self.engine_sessions.pop(thread_id, None)

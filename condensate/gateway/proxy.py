@@ -28,6 +28,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from condensate.api.bodies import BODY_TIMEOUT
+from condensate.core.messages import Message
 from condensate.core.tokens import counter_for
 from condensate.engine import GatewayAccess
 from condensate.errors import ConfigError, ProviderError, TransportFailed
@@ -42,7 +43,8 @@ from condensate.gateway.binding import (
 )
 from condensate.gateway.bound import leading_model
 from condensate.gateway.dialects import APIS, DIALECTS, Api, dialect
-from condensate.gateway.passes import Pass, Passes, PassRefused
+from condensate.gateway.passes import ATTACHED, Pass, Passes, PassRefused
+from condensate.gateway.passes import PREFIX as PASS_PREFIX
 from condensate.gateway.wire import (
     TEXT_EVENTS,
     USAGE_EVENTS,
@@ -63,6 +65,8 @@ from condensate.runtime.gateway_port import Clamps, NewestResult, Notices, Reset
 log = structlog.get_logger()
 
 PREFIX = "/gateway"
+IN_PATH = "s"
+"""The path segment before a pass carried in the base URL."""
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -193,6 +197,11 @@ class GatewayAdmitter(Protocol):
         """Where an agent-reset thread's context starts again (None: nowhere)."""
         ...
 
+    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> None:
+        """A request's conversation, for a thread whose log it is (a person's own CLI
+        session): logged where it goes on past the log, before anything is decided."""
+        ...
+
     def notices(self, thread_id: str, model: str, size: int) -> Notices:
         """What a request of the thread on ``model``, measured at ``size`` tokens, carries
         beside what the CLI sent."""
@@ -209,6 +218,11 @@ class _Call:
     api: Api
     shape: RequestShape | None
     session: str | None = None
+    tail: str = ""
+    """The endpoint's path under the API's base (the pass taken out of it)."""
+    own_credential: bool = False
+    """The request carries the person's own credential (their CLI's login, its pass in the
+    base URL): it goes on with it, not with the daemon's."""
     """The engine's session the request names (its header), if it names one."""
     model_call: bool = False
     """A POST to the API's model endpoint: timed, and a provider's error to it counted."""
@@ -325,10 +339,12 @@ class Gateway:
         api: Api = "anthropic" if engine_api == "anthropic" else "openai"
         if session_header:
             self.passes.session_headers[thread_id] = session_header
+        url = self.url(daemon_url, api)
         return GatewayAccess(
-            url=self.url(daemon_url, api),
+            url=url,
             issue=lambda: self.issue(thread_id, api).credential,
             session=lambda session_id: self.bind(thread_id, session_id),
+            attach=lambda: f"{url}/{IN_PATH}/{self.issue(thread_id, api, ATTACHED).credential}",
         )
 
     def bind(self, thread_id: str, session_id: str) -> None:
@@ -338,14 +354,14 @@ class Gateway:
         if self.admitter is not None:
             self.admitter.session_started(thread_id)
 
-    def issue(self, thread_id: str, api: Api) -> Pass:
+    def issue(self, thread_id: str, api: Api, session: str | None = None) -> Pass:
         """A pass for the thread's next CLI session, good on ``api``; its earlier one is
         refused from now."""
-        grant = self.passes.issue(thread_id, api)
-        for session in [s for s in self.meters if s.startswith(f"{thread_id}.")]:
-            del self.meters[session]
-        for session in [s for s in self.edits if s.startswith(f"{thread_id}.")]:
-            del self.edits[session]
+        grant = self.passes.issue(thread_id, api, session)
+        for key in [k for k in self.meters if k.startswith(f"{thread_id}.")]:
+            del self.meters[key]
+        for key in [k for k in self.edits if k.startswith(f"{thread_id}.")]:
+            del self.edits[key]
         return grant
 
     def add_routes(self, app: web.Application) -> None:
@@ -362,14 +378,13 @@ class Gateway:
                 status=404,
             )
         api: Api = "anthropic" if name == "anthropic" else "openai"
-        credential = credential_of(request.headers)
+        credential, tail, own_login = _pass_in_path(request.match_info["tail"], request.headers)
         named = self.passes.session_named(credential, request.headers)
         try:
             grant = self.passes.check(credential, api, named)
         except PassRefused as exc:
             self.refused.hit(code=exc.code, path=request.path[:200])
             return _error(api, 401, exc.code, str(exc))
-        tail = request.match_info["tail"]
         if not dialect(api).endpoint(request.method, tail):
             self.off_endpoints.hit(thread=grant.thread_id, method=request.method, path=tail[:200])
             detail = (
@@ -384,7 +399,7 @@ class Gateway:
             return _error(api, 408, "body-timeout", detail)
         if body is None:
             return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
-        call = _Call(grant, api, None, session=named)
+        call = _Call(grant, api, None, session=named, tail=tail, own_credential=own_login)
         call.model_call = request.method == "POST" and tail in dialect(api).PATHS
         call.side = call.model_call and dialect(api).side_request(request.headers)
         if call.side:
@@ -397,6 +412,7 @@ class Gateway:
             if admitter is not None and admitter.rewrites(thread):
                 document = _json_object(body)
                 if document is not None:
+                    await admitter.heard(thread, dialect(api).conversation(document))
                     await admitter.caught_up(thread, dialect(api).newest_result(document))
             # Asked once: the bound and the measurement both decide against them.
             shown = admitter.receipts(thread) if admitter is not None else {}
@@ -425,8 +441,9 @@ class Gateway:
         url = f"{self.upstream.base(api)}/{tail}"
         if request.query_string:
             url += f"?{request.query_string}"
-        headers = _forwarded(request.headers)
-        headers.update(self.upstream.credentials(api, request.headers.get("anthropic-beta")))
+        headers = _forwarded(request.headers, keep_credential=call.own_credential)
+        if not call.own_credential:
+            headers.update(self.upstream.credentials(api, request.headers.get("anthropic-beta")))
         headers["Accept-Encoding"] = "identity"
         try:
             retried = False
@@ -606,7 +623,7 @@ class Gateway:
                 "gateway_forwarded",
                 thread=call.grant.thread_id,
                 method=request.method,
-                endpoint=request.match_info["tail"],
+                endpoint=call.tail,
                 status=upstream.status,
             )
         headers = _forwarded(upstream.headers, reply=True)
@@ -789,13 +806,15 @@ def _loads(data: bytes) -> Any:
         return json.loads(data)
 
 
-def _forwarded(headers: Mapping[str, str], *, reply: bool = False) -> CIMultiDict[str]:
-    """Every header but the hop-by-hop ones and the client's own credential (a reply keeps
-    its ``Content-Encoding``: its bytes pass through as they came)."""
+def _forwarded(
+    headers: Mapping[str, str], *, reply: bool = False, keep_credential: bool = False
+) -> CIMultiDict[str]:
+    """Every header but the hop-by-hop ones and the client's own credential, unless it is to
+    be kept (a reply keeps its ``Content-Encoding``: its bytes pass through as they came)."""
     out: CIMultiDict[str] = CIMultiDict()
     for name, value in headers.items():
         lower = name.lower()
-        if lower in CLIENT_CREDENTIALS or (
+        if (lower in CLIENT_CREDENTIALS and not keep_credential) or (
             lower in HOP_BY_HOP and not (reply and lower == "content-encoding")
         ):
             continue
@@ -815,6 +834,22 @@ async def _body(request: web.Request) -> bytes | None:
                 return None
             parts.append(chunk)
     return b"".join(parts)
+
+
+def _pass_in_path(tail: str, headers: Mapping[str, str]) -> tuple[str, str, bool]:
+    """The pass, the endpoint, and whether the request's own credential goes on: a person's
+    own CLI carries its pass in its base URL (``<api>/s/<pass>/v1/messages``) and its own
+    login in its headers (a person without one is given the pass as its key, and the daemon's
+    is used); any other CLI carries the pass as its
+    credential."""
+    credential = credential_of(headers)
+    if not tail.startswith(f"{IN_PATH}/"):
+        return credential, tail, False
+    _, given, *rest = tail.split("/", 2)
+    # The person's login goes on as the CLI sent it, even none (a models listing Claude Code
+    # sends bare): the daemon's key only for a person who has no login and was given the pass.
+    own = not credential.startswith(f"{PASS_PREFIX}.")
+    return given, rest[0] if rest else "", own
 
 
 def _error(api: Api, status: int, code: str, message: str) -> web.Response:

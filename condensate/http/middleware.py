@@ -56,6 +56,7 @@ STATUS: dict[str, int] = {
     "no-credential": 422,
     # Not now: the thread's state or another daemon's
     "not-running": 409,
+    "not-attached": 409,
     "nothing-pending": 409,
     "agent-controlled-condensation": 409,
     "thread-running": 409,

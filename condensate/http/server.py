@@ -24,8 +24,10 @@ from condensate import __version__, api
 from condensate.api import (
     INT64_MAX,
     ApprovalAnswer,
+    Attach,
     CompactAnswer,
     CreateThread,
+    Detach,
     Interrupt,
     PinMessage,
     SendMessage,
@@ -230,7 +232,9 @@ def thread_answer(runtime: Runtime, thread: Thread) -> api.Thread:
     reset = thread.spec.reset
     return api.Thread(
         id=thread.thread_id,
-        title=api.title_of(thread.spec.brief),
+        title=f"condensate {thread.spec.engine} (a terminal's session)"
+        if thread.spec.attached
+        else api.title_of(thread.spec.brief),
         engine=thread.spec.engine,
         model=thread.spec.model,
         cwd=thread.spec.cwd,
@@ -332,6 +336,47 @@ async def create_thread(request: web.Request) -> web.Response:
     await _within_line(body.brief, body.model, line, "brief")
     thread = await runtime.create(spec, window=window)
     return answer(thread_answer(runtime, thread), 201)
+
+
+async def attach(request: web.Request) -> web.Response:
+    """A thread for a CLI a person runs in their own terminal, and how to start it."""
+    body = Attach.model_validate(await _json(request))
+    runtime = request.app[RUNTIME]
+    profile = runtime.profiles.get(body.engine)
+    if profile is None or profile.info.launch is None:
+        runs = sorted(n for n, p in runtime.profiles.items() if p.info.launch is not None)
+        detail = f"Field 'engine': {body.engine!r} is not a CLI a person can run here ({runs})."
+        raise Refused(code="invalid-body", detail=detail)
+    model = profile.info.cli_model(body.args) if profile.info.cli_model else ""
+    _model(model)
+    spec = ThreadSpec(
+        engine=body.engine,
+        model=model,
+        cwd=body.cwd,
+        brief="",
+        attached="managed" if body.manage else "costs",
+        attached_pid=body.pid,
+    )
+    thread = await runtime.create(spec)
+    launch = profile.info.launch(profile.settings, runtime.attach_url(thread), body.manage)
+    answer_launch = api.Launch(
+        binary=launch.binary,
+        args=list(launch.args),
+        env=dict(launch.env),
+        logins=list(launch.logins),
+        key_variable=launch.key_variable,
+        key=launch.key,
+    )
+    return answer(api.Attached(thread=thread_answer(runtime, thread), launch=answer_launch), 201)
+
+
+async def detach(request: web.Request) -> web.Response:
+    """The person's CLI exited: its session's turn ends."""
+    thread = await _thread(request)
+    body = Detach.model_validate(await _json(request))
+    await request.app[RUNTIME].detach(thread, body.exit_code)
+    outcome = thread.projection.last_turn_reason or ""
+    return answer(api.Detached(thread=thread.thread_id, outcome=outcome))
 
 
 async def list_threads(request: web.Request) -> web.Response:
@@ -545,6 +590,8 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/openapi.json", openapi),
     ("GET", "/metrics", metrics),
     ("POST", "/threads", create_thread),
+    ("POST", "/attach", attach),
+    ("POST", "/threads/{thread_id}/detach", detach),
     ("GET", "/threads", list_threads),
     ("GET", "/threads/{thread_id}", get_thread),
     ("POST", "/threads/{thread_id}/messages", send_message),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 
 from condensate.api.tokens import thread_token
 from condensate.core import prices, window_step
+from condensate.core.messages import Message
 from condensate.core.meter import ContextUsage, ModelWindow, measure
 from condensate.core.planner import Ask, Cut
 from condensate.core.projector import Projection, snapshot
@@ -39,6 +40,7 @@ from condensate.core.tokens import bare_model, count_event, counter_for, small_b
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
     Checkpoint,
+    EngineAdapter,
     EngineEnv,
     Engines,
     EngineSettings,
@@ -68,7 +70,7 @@ from condensate.events import (
     now_utc,
 )
 from condensate.providers import ModelClient, parse_model
-from condensate.runtime import admission, approvals, asks
+from condensate.runtime import admission, approvals, asks, attached
 from condensate.runtime.admission import Admission
 from condensate.runtime.curator import Curator
 from condensate.runtime.gateway_port import Clamps, NewestResult, Notices, ResetCut
@@ -300,7 +302,15 @@ class Runtime:
 
     def reset_cut(self, thread_id: str) -> ResetCut | None:
         thread = self.threads.get(thread_id)
-        return None if thread is None else admission.reset_cut(thread)
+        if thread is None:
+            return None
+        return attached.cut(thread) if thread.spec.attached else admission.reset_cut(thread)
+
+    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> None:
+        """A request of a person's own CLI session: its conversation goes to the log."""
+        thread = self.threads.get(thread_id)
+        if thread is not None and thread.spec.attached:
+            await attached.heard(self, thread, conversation)
 
     async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
         thread = self.threads.get(thread_id)
@@ -437,10 +447,10 @@ class Runtime:
         model's, when the caller has resolved it already. A thread that could only fail later
         is refused now, before anything is logged: a model its engine cannot run, a cwd that
         is no directory here, a provider the daemon holds no credential for."""
-        profile = self.profile_of(spec.engine)
+        profile = self.profile_for(spec)
         await self.refuse_unfit(spec)
         thread_id = thread_id or f"t-{uuid.uuid4().hex[:12]}"
-        engine = profile.info.make(spec, self.engine_env(thread_id, profile))
+        engine = self.engine_for(thread_id, spec, profile)
         window = window or await self.window_for(spec.model)
         thread = Thread(thread_id, spec, Projection(), window, engine, profile)
         self.threads[thread_id] = thread
@@ -460,19 +470,61 @@ class Runtime:
             output_cap=spec.output_cap,
             clamp_tokens=profile.planner.tiers.clamp_tokens,
             near_limit_warnings=spec.near_limit_warnings,
+            attached=spec.attached,
+            attached_pid=spec.attached_pid,
         )
-        await self.append(
-            thread,
-            [
-                created,
+        # A person's own CLI session has no brief of its own: its first message is one.
+        brief = (
+            []
+            if spec.attached
+            else [
                 UserMessage(
                     at=self.clock(), text=spec.brief, author="parent" if spec.parent else "human"
-                ),
-            ],
+                )
+            ]
         )
+        await self.append(thread, [created, *brief])
         self.start_turn(thread, "human" if spec.parent is None else "child")
         log.info("thread_created", thread=thread_id, engine=spec.engine, model=spec.model)
         return thread
+
+    def profile_for(self, spec: ThreadSpec) -> Profile:
+        """The thread's engine as this daemon runs it for ``spec``: a person's own CLI
+        session never restarts (the gateway applies a summary in flight)."""
+        profile = self.profile_of(spec.engine)
+        if not spec.attached:
+            return profile
+        return replace(
+            profile,
+            info=replace(profile.info, restarts=False),
+            planner=replace(profile.planner, restarts=False),
+        )
+
+    def engine_for(self, thread_id: str, spec: ThreadSpec, profile: Profile) -> EngineAdapter:
+        """The thread's engine: its CLI the daemon runs, or a person's own session."""
+        env = self.engine_env(thread_id, profile)
+        engine = profile.info.make(spec, env)
+        if not spec.attached:
+            return engine
+        return attached.AttachedSession(engine, env.gateway, spec.attached_pid)
+
+    def attach_url(self, thread: Thread) -> str:
+        """The base URL a person's own CLI session is given (its pass in it)."""
+        if not isinstance(thread.engine, attached.AttachedSession):
+            msg = f"Thread {thread.thread_id} is no CLI session a person runs."
+            raise Refused(code="not-attached", detail=msg)
+        return thread.engine.base_url or thread.engine.attach()
+
+    async def detach(self, thread: Thread, exit_code: int) -> None:
+        """A person's own CLI exited: its session's turn ends with its exit code."""
+        if not isinstance(thread.engine, attached.AttachedSession):
+            raise Refused(
+                code="not-attached",
+                detail=f"Thread {thread.thread_id} is no CLI session a person runs.",
+            )
+        thread.engine.end(exit_code)
+        if thread.running:
+            await thread.turn_done.wait()
 
     async def refuse_unfit(self, spec: ThreadSpec) -> None:
         """Refuse a thread that could only fail later (``create`` asks this first)."""
@@ -491,7 +543,7 @@ class Runtime:
         if not await anyio.Path(spec.cwd).is_dir():
             detail = f"The cwd {spec.cwd!r} is not a directory on the daemon's machine."
             raise Refused(code="no-such-cwd", detail=detail)
-        if (wanted := missing_credential(self.settings, provider)) is not None:
+        if not spec.attached and (wanted := missing_credential(self.settings, provider)):
             detail = (
                 f"The daemon holds no {provider} credential, so {spec.model!r} cannot be "
                 f"called: set {wanted}."

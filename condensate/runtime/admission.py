@@ -101,7 +101,8 @@ def rewrites(thread: Thread) -> bool:
     view may rewrite its newest result (``caught_up``)."""
     spec = thread.spec
     return (
-        spec.reset is not None
+        spec.attached is not None  # its conversation is its log
+        or spec.reset is not None
         or spec.output_cap is not None
         or spec.near_limit_warnings
         or thread.projection.clamped > 0
@@ -163,7 +164,10 @@ def gate(runtime: Services, thread: Thread) -> int | None:
     """The request size above which the runtime decides (0: every request, while a session
     restart is on its way; None: never, for a thread whose engine or agent compacts on its
     own)."""
-    if not thread.profile.settings.windowing() or thread.spec.reset is not None:
+    spec = thread.spec
+    if not thread.profile.settings.windowing() or spec.reset is not None:
+        return None
+    if spec.attached == "costs":  # a person's session run for its costs and log only
         return None
     return 0 if thread.restart_pending else runtime.usage(thread).line
 

@@ -51,6 +51,10 @@ class ResetCut:
     call_id: str
     notice: str
     own_context: tuple[str, ...] = ()
+    at: int | None = None
+    """Where the request starts again instead, by position in its conversation (a person's
+    own CLI session's summary: the CLI keeps its history; the provider sees the summary, then
+    the kept part)."""
 
 
 @dataclass(frozen=True)

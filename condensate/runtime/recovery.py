@@ -44,6 +44,8 @@ def spec_of(created: ThreadCreated, view: Projection) -> ThreadSpec:
         reset=created.reset,
         output_cap=created.output_cap,
         near_limit_warnings=created.near_limit_warnings,
+        attached=created.attached,
+        attached_pid=created.attached_pid,
     )
 
 
@@ -97,16 +99,16 @@ async def _rebuild(runtime: Runtime, thread_id: str) -> Thread | None:
     if not isinstance(created.event, ThreadCreated):
         return None
     spec = spec_of(created.event, projection)
-    profile = runtime.profiles.get(spec.engine)
-    if profile is None:
+    if spec.engine not in runtime.profiles:
         log.warning("thread_engine_unavailable", thread=thread_id, engine=spec.engine)
         return None
+    profile = runtime.profile_for(spec)
     thread = Thread(
         thread_id,
         spec,
         projection,
         await runtime.window_for(spec.model),
-        profile.info.make(spec, runtime.engine_env(thread_id, profile)),
+        runtime.engine_for(thread_id, spec, profile),
         profile,
     )
     thread.snapshot_at = projection.last_seq
@@ -119,6 +121,8 @@ async def close_cut_off_turn(runtime: Runtime, thread: Thread) -> bool:
     view = thread.projection
     if not view.turn_open:
         return view.last_turn_reason == STOPPED_BY_DAEMON
+    # A person's CLI still holds its open calls: their results come in its next request.
+    open_ = [] if thread.spec.attached else open_calls(thread.projection)
     events: list[Event] = [
         ToolResult(
             at=runtime.clock(),
@@ -129,7 +133,7 @@ async def close_cut_off_turn(runtime: Runtime, thread: Thread) -> bool:
             "may have run in part. Check its effect before relying on it.",
             is_error=True,
         )
-        for call_id, tool in open_calls(thread.projection)
+        for call_id, tool in open_
     ]
     events += [
         TurnEnded(at=runtime.clock(), outcome="interrupted", reason=STOPPED_BY_DAEMON),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
+from condensate.core.messages import Message
 from condensate.gateway.binding import Kept, Ledger
 from condensate.gateway.dialects import anthropic, openai
 from condensate.gateway.wire import Insertion, ReplyUsage, RequestShape
@@ -82,6 +83,11 @@ class Dialect(Protocol):
     def with_clamps(self, body: Mapping[str, Any], found: Clamps) -> tuple[dict[str, Any], int]: ...
 
     def with_reset(self, body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], bool]: ...
+
+    def conversation(self, body: Mapping[str, Any]) -> list[tuple[int, Message]]:
+        """The request's conversation, provider-neutral, each message with its position in
+        the request (where ``ResetCut.at`` may start it again)."""
+        ...
 
     def insertion_at_end(self, body: Mapping[str, Any], notice: Notice) -> Insertion | None: ...
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from condensate.core import clamps
+from condensate.core.messages import Block, Message, Text, Thinking, ToolOutput, ToolUse
 from condensate.gateway.binding import BINDING_MODELS, canonical_digest, keep_valid
 from condensate.gateway.wire import (
     Insertion,
@@ -299,7 +300,7 @@ def with_reset(body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], 
     messages = body.get("messages")
     if not isinstance(messages, list):
         return dict(body), False
-    at = _call_at(messages, cut.call_id)
+    at = _call_at(messages, cut.call_id) if cut.at is None else _message_start(messages, cut.at)
     if at is None:
         return dict(body), False
     before = messages[:at]
@@ -307,6 +308,74 @@ def with_reset(body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], 
     notice = {"role": "user", "content": [*own, {"type": "text", "text": cut.notice}]}
     system = [m for m in before if isinstance(m, Mapping) and m.get("role") == "system"]
     return {**body, "messages": [notice, *system, *messages[at:]]}, True
+
+
+def _message_start(messages: list[Any], at: int) -> int | None:
+    """``at``, or the assistant message before it when the message at ``at`` answers that
+    one's calls: a result is never sent without its call."""
+    if not 0 < at < len(messages):
+        return None
+    content = messages[at].get("content") if isinstance(messages[at], Mapping) else None
+    answers = isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    )
+    return at - 1 if answers else at
+
+
+def conversation(body: Mapping[str, Any]) -> list[tuple[int, Message]]:
+    """The request's conversation, provider-neutral, each message with its position in
+    ``messages``: text, thinking, calls and results (images and documents are left out)."""
+    messages = body.get("messages")
+    out: list[tuple[int, Message]] = []
+    for i, message in enumerate(messages if isinstance(messages, list) else []):
+        role = _role(message)
+        if role not in ("user", "assistant"):
+            continue
+        content = message.get("content")
+        raw = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        blocks = tuple(b for b in map(_neutral, raw if isinstance(raw, list) else []) if b)
+        out.append((i, Message(role, blocks)))
+    return out
+
+
+def _neutral(block: Any) -> Block | None:
+    if not isinstance(block, Mapping):
+        return None
+    match block.get("type"):
+        case "text":
+            return Text(str(block.get("text") or ""))
+        case "thinking":
+            return Thinking(str(block.get("thinking") or ""), str(block.get("signature") or ""))
+        case "tool_use":
+            arguments = block.get("input")
+            return ToolUse(
+                str(block.get("id") or ""),
+                str(block.get("name") or ""),
+                dict(arguments) if isinstance(arguments, Mapping) else {},
+            )
+        case "tool_result":
+            return ToolOutput(
+                str(block.get("tool_use_id") or ""),
+                _result_text(block.get("content")),
+                bool(block.get("is_error")),
+            )
+    return None
+
+
+def _result_text(content: Any) -> str:
+    """A result's text: a string, or its text blocks joined (an image is named, not kept)."""
+    if isinstance(content, str):
+        return content
+    parts = (
+        [
+            str(b.get("text") or "") if b.get("type") == "text" else f"[{b.get('type')}]"
+            for b in content
+            if isinstance(b, Mapping)
+        ]
+        if isinstance(content, list)
+        else []
+    )
+    return "\n".join(parts)
 
 
 def _call_at(messages: list[Any], call_id: str) -> int | None:

@@ -6,11 +6,13 @@ Streaming responses, Error codes)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from condensate.core import clamps
+from condensate.core.messages import Block, Message, Text, Thinking, ToolOutput, ToolUse
 from condensate.gateway.binding import canonical_digest, keep_valid_reasoning
 from condensate.gateway.wire import (
     Insertion,
@@ -308,7 +310,7 @@ def with_reset(body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], 
     items = body.get("input")
     if not isinstance(items, list):
         return dict(body), False
-    at = _response_at(items, cut.call_id)
+    at = _response_at(items, cut.call_id) if cut.at is None else _item_start(items, cut.at)
     if at is None:
         return dict(body), False
     fixed = [item for item in items[:at] if _fixed_item(item, cut.own_context)]
@@ -318,6 +320,104 @@ def with_reset(body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], 
         "content": [{"type": "input_text", "text": cut.notice}],
     }
     return {**body, "input": [*fixed, notice_item, *items[at:]]}, True
+
+
+def _item_start(items: list[Any], at: int) -> int | None:
+    """``at``, or the start of the response before it when the item at ``at`` is an output
+    of that response's calls: a result is never sent without its call."""
+    if not 0 < at < len(items):
+        return None
+    start = at
+    while start > 0 and (_is_output(items[start]) or _same_response(items[start - 1])):
+        start -= 1
+    return start if start > _leading_fixed(items) else None
+
+
+def conversation(body: Mapping[str, Any]) -> list[tuple[int, Message]]:
+    """The request's conversation, provider-neutral, each message with the position of its
+    first item in ``input``: a response's reasoning, text and calls are one assistant
+    message; a run of call outputs, or a user message, one user message."""
+    items = _items(body)
+    out: list[tuple[int, Message]] = []
+    for i in range(_leading_fixed(items), len(items)):
+        item = items[i]
+        if not isinstance(item, Mapping):
+            continue
+        role: Literal["user", "assistant"] = (
+            "user" if _is_output(item) or item.get("role") == "user" else "assistant"
+        )
+        if item.get("type", "message") == "message" and item.get("role") not in (
+            "user",
+            "assistant",
+        ):
+            continue
+        block = _neutral(item)
+        if block is None:
+            continue
+        last = out[-1][1] if out else None
+        joins = (
+            last is not None
+            and last.role == role
+            and not (
+                role == "user"
+                and isinstance(block, Text)
+                and not isinstance(last.content[-1], Text)
+            )
+        )
+        if joins and last is not None:
+            out[-1] = (out[-1][0], Message(role, (*last.content, *block_list(block))))
+        else:
+            out.append((i, Message(role, tuple(block_list(block)))))
+    return out
+
+
+def block_list(block: Block | list[Block]) -> list[Block]:
+    return block if isinstance(block, list) else [block]
+
+
+def _neutral(item: Mapping[str, Any]) -> Block | list[Block] | None:
+    kind = str(item.get("type", "message"))
+    if kind == "message":
+        content = item.get("content")
+        if isinstance(content, str):
+            return Text(content)
+        texts = (
+            [
+                str(b.get("text") or "")
+                for b in content
+                if isinstance(b, Mapping) and isinstance(b.get("text"), str)
+            ]
+            if isinstance(content, list)
+            else []
+        )
+        return [Text(t) for t in texts] or None
+    if kind == "reasoning":
+        summary = item.get("summary")
+        text = text_of(summary) if isinstance(summary, list) else ""
+        return Thinking(text, str(item.get("encrypted_content") or ""))
+    call_id = str(item.get("call_id") or "")
+    if kind.endswith("_output"):
+        return ToolOutput(call_id, text_of(item.get("output")))
+    if kind.endswith("_call"):
+        return ToolUse(
+            call_id, str(item.get("name") or kind.removesuffix("_call")), _arguments(item)
+        )
+    return None
+
+
+def _arguments(item: Mapping[str, Any]) -> dict[str, Any]:
+    raw = item.get("arguments")
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = None
+        return dict(parsed) if isinstance(parsed, Mapping) else {"arguments": raw}
+    for key in ("input", "action"):
+        if key in item:
+            value = item[key]
+            return dict(value) if isinstance(value, Mapping) else {key: value}
+    return {}
 
 
 def _response_at(items: list[Any], call_id: str) -> int | None:

@@ -1,0 +1,118 @@
+"""``condensate claude``: the person's own CLI through the daemon's gateway. Its arguments pass
+through untouched, its login is its own (the provider sees the person's key, never the
+daemon's or a pass), its exit code is returned, and its session is a thread whose log is the
+conversation the CLI sent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+
+from condensate.client import DaemonClient
+from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
+from tests.e2e.conftest import CLAUDE
+from tests.integration.daemon import REPO, running_daemon
+
+PERSON_KEY = "sk-person"
+
+
+def wrapper_env(home: Path, daemon_home: Path) -> dict[str, str]:
+    """A person's shell: their own key and home, the daemon found by its state directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDENSATE_", "ANTHROPIC_"))}
+    env.update(
+        {
+            "HOME": str(home),
+            "CONDENSATE_HOME": str(daemon_home),
+            "ANTHROPIC_API_KEY": PERSON_KEY,
+            "PATH": f"{CLAUDE.parent}:{env.get('PATH', '')}",
+        }
+    )
+    return env
+
+
+async def wrapped(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-m", "condensate", "claude", *args]
+    with anyio.fail_after(120):
+        return await anyio.run_process(command, env=env, cwd=cwd, check=False)
+
+
+async def test_claude_runs_through_the_gateway_with_the_persons_own_key(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """``condensate claude -p ...``: every model request reaches the provider with the
+    person's key; none carries the daemon's (it holds another) or a pass; the CLI's output and exit
+    code are its own; the session is a thread whose log holds the call, its result and the
+    provider's counts, and whose turn ended when the CLI exited."""
+    async with FakeModelServer(window=200_000, api_key=PERSON_KEY) as fake:
+        fake.queue(
+            ToolCalls([Call("Bash", {"command": "seq 1 30"})]),
+            Text("thirty numbers"),
+            model="claude-opus-5-5",
+        )
+        home = tmp_path / "daemon"
+        home.mkdir()
+        with running_daemon(home, fake.url, CONDENSATE_ANTHROPIC_API_KEY="sk-daemon") as daemon:
+            env = wrapper_env(tmp_path / "person", home)
+            (tmp_path / "person").mkdir()
+            done = await wrapped(
+                env, workdir, "-p", "count to thirty", "--allowedTools", "Bash(seq:*)"
+            )
+            threads = DaemonClient(daemon.url, daemon.token).call("GET", "/threads")["threads"]
+            assert len(threads) == 1, threads
+            thread = threads[0]["id"]
+            page = DaemonClient(daemon.url, daemon.token).call("GET", f"/threads/{thread}/tail?limit=500")
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"thirty numbers" in done.stdout
+    assert f"runs as thread {thread}".encode() in done.stderr
+    calls = [r for r in fake.requests if r.endpoint == "messages"]
+    assert calls, "no model request reached the provider"
+    # The daemon's own call (it looks up the model's window) is its own, with its key.
+    cli = [r for r in fake.requests if "aiohttp" not in r.headers.get("user-agent", "")]
+    assert len(cli) > len(calls) - 1
+    for request in cli:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        assert "sk-daemon" not in str(headers), request.path
+        assert "cgw1." not in str(headers), request.path
+    for request in calls:
+        assert {k.lower(): v for k, v in request.headers.items()}["x-api-key"] == PERSON_KEY
+    kinds = [e["kind"] for e in page["events"]]
+    assert kinds[0] == "thread.created"
+    assert page["events"][0]["attached"] == "managed"
+    results = [e for e in page["events"] if e["kind"] == "tool.result"]
+    assert [r["argument"] for r in results] == ["seq 1 30"]
+    assert "30" in results[0]["output"]
+    assert kinds.count("model.usage") == len([c for c in calls if c.model == "claude-opus-5-5"])
+    assert kinds[-1] == "turn.ended"
+    assert page["events"][-1]["outcome"] == "completed"
+
+
+async def test_the_clis_exit_code_is_the_wrappers(tmp_path: Path, workdir: Path) -> None:
+    """A CLI that fails (an unknown option) exits through the wrapper with its own code and
+    message, and its session's turn ends failed with that code."""
+    async with FakeModelServer(window=200_000) as fake:
+        home = tmp_path / "daemon"
+        home.mkdir()
+        with running_daemon(home, fake.url) as daemon:
+            (tmp_path / "person").mkdir()
+            env = wrapper_env(tmp_path / "person", home)
+            done = await wrapped(env, workdir, "--no-such-option-here")
+            thread = DaemonClient(daemon.url, daemon.token).call("GET", "/threads")["threads"][0]
+            page = DaemonClient(daemon.url, daemon.token).call("GET", f"/threads/{thread['id']}/tail")
+    assert done.returncode not in (0, None)
+    assert b"no-such-option-here" in done.stderr
+    ended = page["events"][-1]
+    assert ended["kind"] == "turn.ended"
+    assert ended["outcome"] == "failed"
+    assert f"code {done.returncode}" in ended["reason"]
+
+
+def test_the_wrapper_is_listed_for_each_engine_that_has_one() -> None:
+    """``condensate --help`` lists ``claude`` (the engine declares how its CLI is launched)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "condensate", "--help"], capture_output=True, cwd=REPO, check=False
+    )
+    assert b"run your own claude in this terminal" in done.stdout
