@@ -61,10 +61,11 @@ async def test_claude_runs_through_the_gateway_with_the_persons_own_key(
             done = await wrapped(
                 env, workdir, "-p", "count to thirty", "--allowedTools", "Bash(seq:*)"
             )
-            threads = DaemonClient(daemon.url, daemon.token).call("GET", "/threads")["threads"]
+            client = DaemonClient(daemon.url, daemon.token)
+            threads = client.call("GET", "/threads")["threads"]
             assert len(threads) == 1, threads
             thread = threads[0]["id"]
-            page = DaemonClient(daemon.url, daemon.token).call("GET", f"/threads/{thread}/tail?limit=500")
+            page = client.call("GET", f"/threads/{thread}/tail?limit=500")
     assert done.returncode == 0, done.stderr.decode()
     assert b"thirty numbers" in done.stdout
     assert f"runs as thread {thread}".encode() in done.stderr
@@ -100,8 +101,9 @@ async def test_the_clis_exit_code_is_the_wrappers(tmp_path: Path, workdir: Path)
             (tmp_path / "person").mkdir()
             env = wrapper_env(tmp_path / "person", home)
             done = await wrapped(env, workdir, "--no-such-option-here")
-            thread = DaemonClient(daemon.url, daemon.token).call("GET", "/threads")["threads"][0]
-            page = DaemonClient(daemon.url, daemon.token).call("GET", f"/threads/{thread['id']}/tail")
+            client = DaemonClient(daemon.url, daemon.token)
+            thread = client.call("GET", "/threads")["threads"][0]
+            page = client.call("GET", f"/threads/{thread['id']}/tail")
     assert done.returncode not in (0, None)
     assert b"no-such-option-here" in done.stderr
     ended = page["events"][-1]
