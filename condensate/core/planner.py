@@ -5,8 +5,9 @@ ladder (microcompact, collapse, summary: a cheap tier that frees under 10 % or l
 over the line hands on; a tier that ran since the last summary is not repeated), unless a
 hold-back applies (an unjoined child, a thrash pause, a baseline windows cannot help, an open
 ask). A forced window (a refusal, or a prompt at the model's hard limit) clears the largest
-kept results first and cuts through every hold-back. When nothing can cut, the turn stops with
-a reason. Pure: no I/O, no awaits; the clock comes in as ``now``.
+kept results first and cuts through every hold-back; a head its engine asks is asked even at
+the hard limit, and only a refusal or its unanswered ask forces it. When nothing can cut, the
+turn stops with a reason. Pure: no I/O, no awaits; the clock comes in as ``now``.
 """
 
 from __future__ import annotations
@@ -199,10 +200,12 @@ def plan(
         if over_limit:
             return Stop(usage, text)
         return _hold(view, usage, "cannot-help", CANNOT_HELP_CODE, text, settings=settings)
+    if view.head and settings.heads == "asked":
+        # Asked even past the hard limit: such a head is never cut on Condensate's own
+        # initiative, only once its ask goes unanswered (or on the provider's refusal).
+        return _head_ask(view, usage, settings, now)
     if usage.used > usage.hard_limit:
         return _forced(view, usage, settings)
-    if view.head and settings.heads == "asked":
-        return _head_ask(view, usage, settings, now)
     # A pause holds windows back only while the prompt stays under the ceiling.
     pause = None if over_limit else _thrash(view, usage, settings, now)
     if pause is not None:
@@ -396,8 +399,16 @@ def _snap(view: Projection, keep_from: int | None) -> int | None:
 def _head_ask(
     view: Projection, usage: ContextUsage, settings: PlannerSettings, now: datetime
 ) -> Decision:
+    """A head on an engine whose heads are asked: ask it, wait for its answer, and cut on
+    Condensate's own only once the deadline passes. Past its hard limit nothing is sent while
+    it waits (the provider would refuse the prompt): the ask is repeated, or after a decline
+    the turn stops."""
+    past = usage.used > usage.hard_limit
     if view.ask is not None:
         if now >= view.ask.deadline:
+            if past:
+                forced = _forced(view, usage, settings)
+                return replace(forced, ask=view.ask.ask_id) if isinstance(forced, Cut) else forced
             protect = view.protect_from
             chosen = _summary(
                 view,
@@ -412,9 +423,18 @@ def _head_ask(
             if protect is not None:
                 return HoldBack(usage, "child", "an unjoined child's spawn keeps the rest verbatim")
             return chosen
+        if past:
+            return Ask(usage, view.ask.deadline)
         return HoldBack(usage, "ask-pending", f"waiting for an answer to ask {view.ask.ask_id}")
     if view.declined_turn == view.turn:
-        return HoldBack(usage, "ask-pending", "the head declined to compact this turn")
+        detail = "the head declined to compact this turn"
+        if past:
+            return Stop(
+                usage,
+                f"{detail}, and the prompt ({usage.used} tokens) would pass its hard limit "
+                f"of {usage.hard_limit}",
+            )
+        return HoldBack(usage, "ask-pending", detail)
     return Ask(usage, now + deadline(usage.measured, settings.deadline_override))
 
 

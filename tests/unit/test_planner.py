@@ -22,7 +22,7 @@ from condensate.core.planner import (
     plan,
 )
 from condensate.core.projector import PAUSE_CODE
-from condensate.events import ToolResult
+from condensate.events import Engine, ToolResult
 from condensate.testing.threads import ThreadBuilder
 from tests.profiles import shaped
 
@@ -674,6 +674,59 @@ def test_declined_ask_is_not_repeated_in_the_same_turn():
     assert isinstance(decide(b), HoldBack)
     b.turn("next", 50)
     assert isinstance(decide(b), Ask)
+
+
+def past_the_hard_limit(engine: Engine) -> ThreadBuilder:
+    """A head whose next prompt is past the model's window less the output reserve (191,808
+    of 200,000), no refusal from the provider."""
+    b = ThreadBuilder(engine=engine, head=True)
+    b.turn("brief", 100)
+    fill_to(b, 193_000)
+    assert usage(b).used > usage(b).hard_limit
+    return b
+
+
+@pytest.mark.parametrize("engine", ["claude", "codex"])
+def test_a_cli_head_past_its_hard_limit_is_asked_not_cut(engine):
+    """On Claude Code and Codex a head is not cut on Condensate's own initiative, even past
+    its hard limit: it is asked to compact."""
+    b = past_the_hard_limit(engine)
+    assert isinstance(decide(b), Ask)
+
+
+def test_an_open_ask_past_the_hard_limit_is_repeated_not_sent():
+    """A head past its hard limit with an ask open is asked again (the request held, its
+    deadline the ask's own), neither cut nor let through to a provider that would refuse it."""
+    b = past_the_hard_limit("claude")
+    opened = b.ask("a1", minutes=5)
+    d = decide(b)
+    assert isinstance(d, Ask)
+    assert d.deadline == opened.event.deadline  # type: ignore[union-attr]
+
+
+def test_a_head_that_declined_stops_past_its_hard_limit():
+    """A head that declined this turn is not cut and not asked again; past its hard limit
+    the turn stops with the reason rather than send a prompt the provider would refuse."""
+    b = past_the_hard_limit("codex")
+    b.ask("a1")
+    b.answer("a1", "decline", by="thread")
+    d = decide(b)
+    assert isinstance(d, Stop)
+    assert "declined" in d.reason
+
+
+def test_past_the_hard_limit_an_unanswered_ask_ends_in_a_forced_window():
+    """Once the ask's deadline passes with the prompt past the hard limit, the runtime cuts on
+    its own and the window is forced (a curator miss drops); the cut closes the ask."""
+    b = past_the_hard_limit("claude")
+    b.ask("a1", minutes=5)
+    b.tick(6 * 60)
+    d = decide(b)
+    assert isinstance(d, Cut)
+    assert d.forced
+    assert d.ask == "a1"
+    take(b, d, tokens=2_000)
+    assert b.view.ask is None
 
 
 def test_native_head_is_compacted_automatically_at_its_line():
