@@ -7,7 +7,8 @@ hold-back applies (an unjoined child, a thrash pause, a baseline windows cannot 
 ask). A forced window (a refusal, or a prompt at the model's hard limit) clears the largest
 kept results first and cuts through every hold-back; a head its engine asks is asked even at
 the hard limit, and only a refusal or its unanswered ask forces it. When nothing can cut, the
-turn stops with a reason. Pure: no I/O, no awaits; the clock comes in as ``now``.
+turn stops with a reason if the prompt would pass the ceiling, and goes on uncut below it.
+Pure: no I/O, no awaits; the clock comes in as ``now``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from condensate.events import (
 
 CHEAP_SHARE = 0.10
 """A cheap tier must free at least this share of the context to be worth its cache miss."""
+NOTHING_TO_CUT_CODE = "window-held"
+"""The system line of a prompt over the line that no tier can cut, under the ceiling."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ class HoldBack:
     """A window is due but would cost more than it saves; send the view uncut."""
 
     usage: ContextUsage
-    why: Literal["child", "paused", "cannot-help", "ask-pending"]
+    why: Literal["child", "paused", "cannot-help", "ask-pending", "nothing-to-cut"]
     detail: str
     line: tuple[str, str] | None = None
     """(code, text) of a system line the runtime writes: once per pause, or once a turn."""
@@ -224,7 +227,20 @@ def plan(
             f"{decision.detail}, and the prompt ({usage.used} tokens) would pass "
             f"the ceiling of {usage.limit}",
         )
-    return decision
+    return _stop_over_the_ceiling(view, usage, decision, settings)
+
+
+def _stop_over_the_ceiling(
+    view: Projection, usage: ContextUsage, decision: Decision, settings: PlannerSettings
+) -> Decision:
+    """A turn stops only when the next prompt would pass the ceiling (a head: its hard limit).
+    Over the line and under it, a prompt nothing can cut is sent uncut, the reason said once a
+    turn."""
+    if not isinstance(decision, Stop) or usage.used > usage.limit:
+        return decision
+    return _hold(
+        view, usage, "nothing-to-cut", NOTHING_TO_CUT_CODE, decision.reason, settings=settings
+    )
 
 
 def _early(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Cut | None:
@@ -422,7 +438,7 @@ def _head_ask(
                 return replace(chosen, ask=view.ask.ask_id, held_back=protect is not None)
             if protect is not None:
                 return HoldBack(usage, "child", "an unjoined child's spawn keeps the rest verbatim")
-            return chosen
+            return _stop_over_the_ceiling(view, usage, chosen, settings)
         if past:
             return Ask(usage, view.ask.deadline)
         return HoldBack(usage, "ask-pending", f"waiting for an answer to ask {view.ask.ask_id}")
@@ -479,18 +495,24 @@ def _thrash(
 def _hold(
     view: Projection,
     usage: ContextUsage,
-    why: Literal["paused", "cannot-help"],
+    why: Literal["paused", "cannot-help", "nothing-to-cut"],
     code: str,
     detail: str,
     *,
     settings: PlannerSettings,
 ) -> HoldBack:
     """A hold-back with its system line, written once per pause (a pause line not written
-    within the last few calls) or once per human turn (windows cannot help)."""
+    within the last few calls) or once per human turn (windows cannot help, nothing to cut)."""
     written = view.lines_written.get(code)
     if why == "paused":
         text = f"Windowing paused: {detail}. The prompt stays uncut at {usage.used} tokens."
         fresh = written is None or written[1] < view.calls - settings.thrash_turns
+    elif why == "nothing-to-cut":
+        text = (
+            f"No window can cut yet: {detail}. The prompt goes on uncut at {usage.used} tokens, "
+            f"over the line of {usage.line} and under the ceiling of {usage.limit}."
+        )
+        fresh = written is None or written[0] != view.turn
     else:
         text = detail
         fresh = written is None or written[0] != view.turn

@@ -604,23 +604,65 @@ def test_a_refusal_claiming_far_more_than_the_prompt_holds_still_gets_a_window()
 
 
 def test_nothing_to_cut_stops_the_turn_with_a_reason():
-    """When no tier can cut and the prompt is still over, the turn stops with a reason."""
+    """When no tier can cut and the prompt is still over the ceiling, the turn stops with a
+    reason."""
     b = ThreadBuilder()
-    b.turn("brief " * 10, 75_000)
+    b.turn("brief " * 10, 79_000)  # 81,000 with the baseline: over the 80,000 ceiling
     d = decide(b)
     assert isinstance(d, Stop)
     assert d.reason
 
 
 def test_summary_that_cannot_fit_stops_instead_of_sending_over():
-    """If even a summary leaves the prompt over the ceiling, the turn stops."""
+    """If even a summary leaves the prompt over the line, and it is over the ceiling, the
+    turn stops."""
     b = ThreadBuilder()
     b.turn("brief", 60_000)
-    for _ in range(40):
+    for _ in range(50):  # 82,000 with the baseline
         b.reply("notes", 400)
     d = decide(b)
     assert isinstance(d, Stop)
     assert "over the line" in d.reason
+
+
+def test_nothing_to_cut_under_the_ceiling_goes_on_uncut():
+    """Over the line but under the ceiling, a prompt no tier can cut is held back, not
+    stopped: the turn stops only when the next prompt would pass the ceiling. The reason is
+    written once a turn."""
+    b = ThreadBuilder()
+    b.turn("brief " * 10, 75_000)  # 77,000: over the 71,808 line, under the 80,000 ceiling
+    d = decide(b)
+    assert isinstance(d, HoldBack)
+    assert d.why == "nothing-to-cut"
+    assert d.line is not None
+    b.line(*d.line)
+    again = decide(b)
+    assert isinstance(again, HoldBack)
+    assert again.line is None
+
+
+def test_a_summary_that_cannot_fit_under_the_ceiling_goes_on_uncut():
+    """A summary that would leave the prompt over the line is not taken; under the ceiling
+    the turn goes on uncut instead of stopping."""
+    b = ThreadBuilder()
+    b.turn("brief", 60_000)
+    for _ in range(40):  # 78,000 with the baseline
+        b.reply("notes", 400)
+    d = decide(b)
+    assert isinstance(d, HoldBack)
+    assert "over the line" in d.detail
+
+
+def test_a_head_whose_ask_went_unanswered_goes_on_uncut_under_its_hard_limit():
+    """A head past its line whose ask went unanswered, with nothing a summary can cut and the
+    prompt still under its hard limit, is held back rather than stopped."""
+    b = ThreadBuilder(engine="claude", head=True)
+    b.turn("brief", 185_000)  # over the 183,616 line, under the 191,808 hard limit
+    b.ask("a1", minutes=5)
+    b.tick(6 * 60)
+    d = decide(b)
+    assert isinstance(d, HoldBack)
+    assert d.why == "nothing-to-cut"
 
 
 def test_claude_head_is_asked_not_cut():
