@@ -10,8 +10,8 @@ own size (the log's view may lag what the CLI sends by a tool result or two):
   tells the head in its follow-up line); its next request goes on, below its hard limit
   (past it the ask is repeated, and the request answered the same way, until it is answered);
 - where the spec lets the turn go on uncut (the curator missed, windows are paused, nothing
-  can be cut under the ceiling) the request goes on over the line, and that is logged with the reason and shown in the thread's
-  status.
+  can be cut under the ceiling) the request goes on over the line, and that is logged with
+  the reason and shown in the thread's status.
 """
 
 from __future__ import annotations
