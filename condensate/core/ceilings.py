@@ -2,7 +2,8 @@
 
 A thread's working ceiling is a share of the model's window, capped: its engine declares both
 (``EngineInfo``; 40 % capped at 120,000 tokens unless it says otherwise), never below a floor of
-48,000 (nor above the window). Operator caps lower it and never raise it. A window is due when
+48,000 (nor above the window). Operator caps lower it and never raise it; a large baseline
+raises it up to the window, never past an operator's cap. A window is due when
 the next prompt passes the line: the ceiling less the output reserve, or for a head the model's
 window less the output reserve and room for one more tool result.
 """
@@ -40,11 +41,16 @@ class CeilingSettings:
 def working_ceiling(window: int, settings: CeilingSettings) -> int:
     """The engine's share of ``window``, held between the floor and the window, then lowered
     by any operator cap. A cap is the operator's word and may go below the floor."""
-    ceiling = min(max(min(int(window * settings.share), settings.cap), FLOOR), window)
-    for operator_cap in (settings.cap_engine, settings.cap_all):
-        if operator_cap is not None:
-            ceiling = min(ceiling, operator_cap)
-    return ceiling
+    share = max(min(int(window * settings.share), settings.cap), FLOOR)
+    return min(share, highest_ceiling(window, settings))
+
+
+def highest_ceiling(window: int, settings: CeilingSettings) -> int:
+    """The most any ceiling may be: the model's window, or an operator's cap below it. The
+    baseline rule raises a ceiling up to this and no further: a cap "can lower it, never
+    raise it"."""
+    caps = [c for c in (settings.cap_engine, settings.cap_all) if c is not None]
+    return min([window, *caps])
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,12 @@ class Ceiling:
     """Even raised to the window, the baseline leaves under a quarter free."""
 
 
-def fit_baseline(ceiling: int, baseline: int, window: int) -> Ceiling:
-    """Raise the ceiling until the baseline uses at most three quarters of it, up to the
-    window; say when even that leaves less than a quarter free."""
+def fit_baseline(ceiling: int, baseline: int, most: int) -> Ceiling:
+    """Raise the ceiling until the baseline uses at most three quarters of it, up to ``most``
+    (``highest_ceiling``); say when even that leaves less than a quarter free."""
     if baseline <= ceiling * BASELINE_SHARE:
         return Ceiling(ceiling, raised=False, helpless=False)
-    raised = min(window, max(ceiling, int(baseline / BASELINE_SHARE) + 1))
+    raised = min(most, max(ceiling, int(baseline / BASELINE_SHARE) + 1))
     helpless = raised - baseline < raised * MIN_FREE_SHARE
     return Ceiling(raised, raised=raised > ceiling, helpless=helpless)
 

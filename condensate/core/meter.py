@@ -82,7 +82,8 @@ def measure(view: Projection, window: ModelWindow, settings: CeilingSettings) ->
     used, anchored = next_prompt(view)
     measured, _ = measured_prompt(view)
     base = ceilings.working_ceiling(window.tokens, settings)
-    fitted = ceilings.fit_baseline(base, view.baseline_tokens, window.tokens)
+    most = ceilings.highest_ceiling(window.tokens, settings)
+    fitted = ceilings.fit_baseline(base, view.baseline_tokens, most)
     if view.head:
         line = ceilings.head_line(window.tokens, settings)
     else:

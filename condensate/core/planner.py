@@ -5,8 +5,10 @@ ladder (microcompact, collapse, summary: a cheap tier that frees under 10 % or l
 over the line hands on; a tier that ran since the last summary is not repeated), unless a
 hold-back applies (an unjoined child, a thrash pause, a baseline windows cannot help, an open
 ask). A forced window (a refusal, or a prompt at the model's hard limit) clears the largest
-kept results first and cuts through every hold-back. When nothing can cut, the turn stops with
-a reason. Pure: no I/O, no awaits; the clock comes in as ``now``.
+kept results first and cuts through every hold-back; a head its engine asks is asked even at
+the hard limit, and only a refusal or its unanswered ask forces it. When nothing can cut, the
+turn stops with a reason if the prompt would pass the ceiling, and goes on uncut below it.
+Pure: no I/O, no awaits; the clock comes in as ``now``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from condensate.events import (
 
 CHEAP_SHARE = 0.10
 """A cheap tier must free at least this share of the context to be worth its cache miss."""
+NOTHING_TO_CUT_CODE = "window-held"
+"""The system line of a prompt over the line that no tier can cut, under the ceiling."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class HoldBack:
     """A window is due but would cost more than it saves; send the view uncut."""
 
     usage: ContextUsage
-    why: Literal["child", "paused", "cannot-help", "ask-pending"]
+    why: Literal["child", "paused", "cannot-help", "ask-pending", "nothing-to-cut"]
     detail: str
     line: tuple[str, str] | None = None
     """(code, text) of a system line the runtime writes: once per pause, or once a turn."""
@@ -199,10 +203,12 @@ def plan(
         if over_limit:
             return Stop(usage, text)
         return _hold(view, usage, "cannot-help", CANNOT_HELP_CODE, text, settings=settings)
+    if view.head and settings.heads == "asked":
+        # Asked even past the hard limit: such a head is never cut on Condensate's own
+        # initiative, only once its ask goes unanswered (or on the provider's refusal).
+        return _head_ask(view, usage, settings, now)
     if usage.used > usage.hard_limit:
         return _forced(view, usage, settings)
-    if view.head and settings.heads == "asked":
-        return _head_ask(view, usage, settings, now)
     # A pause holds windows back only while the prompt stays under the ceiling.
     pause = None if over_limit else _thrash(view, usage, settings, now)
     if pause is not None:
@@ -221,7 +227,20 @@ def plan(
             f"{decision.detail}, and the prompt ({usage.used} tokens) would pass "
             f"the ceiling of {usage.limit}",
         )
-    return decision
+    return _stop_over_the_ceiling(view, usage, decision, settings)
+
+
+def _stop_over_the_ceiling(
+    view: Projection, usage: ContextUsage, decision: Decision, settings: PlannerSettings
+) -> Decision:
+    """A turn stops only when the next prompt would pass the ceiling (a head: its hard limit).
+    Over the line and under it, a prompt nothing can cut is sent uncut, the reason said once a
+    turn."""
+    if not isinstance(decision, Stop) or usage.used > usage.limit:
+        return decision
+    return _hold(
+        view, usage, "nothing-to-cut", NOTHING_TO_CUT_CODE, decision.reason, settings=settings
+    )
 
 
 def _early(view: Projection, usage: ContextUsage, settings: PlannerSettings) -> Cut | None:
@@ -396,8 +415,16 @@ def _snap(view: Projection, keep_from: int | None) -> int | None:
 def _head_ask(
     view: Projection, usage: ContextUsage, settings: PlannerSettings, now: datetime
 ) -> Decision:
+    """A head on an engine whose heads are asked: ask it, wait for its answer, and cut on
+    Condensate's own only once the deadline passes. Past its hard limit nothing is sent while
+    it waits (the provider would refuse the prompt): the ask is repeated, or after a decline
+    the turn stops."""
+    past = usage.used > usage.hard_limit
     if view.ask is not None:
         if now >= view.ask.deadline:
+            if past:
+                forced = _forced(view, usage, settings)
+                return replace(forced, ask=view.ask.ask_id) if isinstance(forced, Cut) else forced
             protect = view.protect_from
             chosen = _summary(
                 view,
@@ -411,10 +438,19 @@ def _head_ask(
                 return replace(chosen, ask=view.ask.ask_id, held_back=protect is not None)
             if protect is not None:
                 return HoldBack(usage, "child", "an unjoined child's spawn keeps the rest verbatim")
-            return chosen
+            return _stop_over_the_ceiling(view, usage, chosen, settings)
+        if past:
+            return Ask(usage, view.ask.deadline)
         return HoldBack(usage, "ask-pending", f"waiting for an answer to ask {view.ask.ask_id}")
     if view.declined_turn == view.turn:
-        return HoldBack(usage, "ask-pending", "the head declined to compact this turn")
+        detail = "the head declined to compact this turn"
+        if past:
+            return Stop(
+                usage,
+                f"{detail}, and the prompt ({usage.used} tokens) would pass its hard limit "
+                f"of {usage.hard_limit}",
+            )
+        return HoldBack(usage, "ask-pending", detail)
     return Ask(usage, now + deadline(usage.measured, settings.deadline_override))
 
 
@@ -459,18 +495,24 @@ def _thrash(
 def _hold(
     view: Projection,
     usage: ContextUsage,
-    why: Literal["paused", "cannot-help"],
+    why: Literal["paused", "cannot-help", "nothing-to-cut"],
     code: str,
     detail: str,
     *,
     settings: PlannerSettings,
 ) -> HoldBack:
     """A hold-back with its system line, written once per pause (a pause line not written
-    within the last few calls) or once per human turn (windows cannot help)."""
+    within the last few calls) or once per human turn (windows cannot help, nothing to cut)."""
     written = view.lines_written.get(code)
     if why == "paused":
         text = f"Windowing paused: {detail}. The prompt stays uncut at {usage.used} tokens."
         fresh = written is None or written[1] < view.calls - settings.thrash_turns
+    elif why == "nothing-to-cut":
+        text = (
+            f"No window can cut yet: {detail}. The prompt goes on uncut at {usage.used} tokens, "
+            f"over the line of {usage.line} and under the ceiling of {usage.limit}."
+        )
+        fresh = written is None or written[0] != view.turn
     else:
         text = detail
         fresh = written is None or written[0] != view.turn

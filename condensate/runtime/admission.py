@@ -7,10 +7,11 @@ own size (the log's view may lag what the CLI sends by a tool result or two):
 - a summary or a drop is taken and the request is answered with Condensate's own reply that
   ends the CLI's turn; the engine then starts a session with the window, the spec's way;
 - a head that must be asked is asked, and the reply that ends its turn says so (the engine
-  tells the head in its follow-up line); its next request goes on, below its hard limit;
-- where the spec lets the turn go on uncut (the curator missed, windows are paused) the
-  request goes on over the line, and that is logged with the reason and shown in the thread's
-  status.
+  tells the head in its follow-up line); its next request goes on, below its hard limit
+  (past it the ask is repeated, and the request answered the same way, until it is answered);
+- where the spec lets the turn go on uncut (the curator missed, windows are paused, nothing
+  can be cut under the ceiling) the request goes on over the line, and that is logged with
+  the reason and shown in the thread's status.
 """
 
 from __future__ import annotations

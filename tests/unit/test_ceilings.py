@@ -12,8 +12,10 @@ from condensate.core.ceilings import (
     ordinary_line,
     working_ceiling,
 )
+from condensate.core.meter import ModelWindow, measure
 from condensate.core.planner import PlannerSettings
 from condensate.engine.registry import installed, profile
+from condensate.testing.threads import ThreadBuilder
 from tests.profiles import shaped
 
 DEFAULT = CeilingSettings()
@@ -79,7 +81,7 @@ def test_lines_keep_an_output_reserve_and_heads_use_the_window():
 
 
 @pytest.mark.parametrize(
-    ("ceiling", "baseline", "window", "expected", "raised", "helpless"),
+    ("ceiling", "baseline", "most", "expected", "raised", "helpless"),
     [
         (80_000, 20_000, 200_000, 80_000, False, False),  # small baseline: untouched
         (80_000, 60_000, 200_000, 80_000, False, False),  # exactly three quarters
@@ -95,10 +97,30 @@ def test_lines_keep_an_output_reserve_and_heads_use_the_window():
         ),  # raised to baseline / 0.75, under the window
     ],
 )
-def test_baseline_rule(ceiling, baseline, window, expected, raised, helpless):
-    """A baseline over three quarters of the ceiling raises it, up to the window; only when
-    even that leaves under a quarter free do windows not help."""
-    fitted = fit_baseline(ceiling, baseline, window)
+def test_baseline_rule(ceiling, baseline, most, expected, raised, helpless):
+    """A baseline over three quarters of the ceiling raises it, up to the window (or an
+    operator's cap below it); only when even that leaves under a quarter free do windows not
+    help."""
+    fitted = fit_baseline(ceiling, baseline, most)
     assert (fitted.ceiling, fitted.raised, fitted.helpless) == (expected, raised, helpless)
     if not helpless:
         assert baseline <= fitted.ceiling * 0.75
+
+
+@pytest.mark.parametrize(
+    ("engine", "cap_all", "own"),
+    [
+        ("api", 50_000, {}),  # CONDENSATE_WINDOW_CEILING
+        ("claude", None, {"window_ceiling_claude": 50_000}),
+        ("codex", None, {"window_ceiling_pi": 50_000}),
+    ],
+)
+def test_the_baseline_rule_never_raises_a_ceiling_past_an_operator_cap(engine, cap_all, own):
+    """A 45,000-token baseline would raise the ceiling to 60,001; an operator's cap of 50,000
+    "can lower it, never raise it", so the ceiling stays at the cap and, with under a quarter
+    of it free, windows cannot help."""
+    b = ThreadBuilder(engine=engine, baseline=45_000)
+    b.turn("brief", 100)
+    ceilings = shaped(engine, CeilingSettings(cap_all=cap_all), **own).ceilings
+    u = measure(b.view, ModelWindow(200_000, True), ceilings)
+    assert (u.ceiling, u.helpless) == (50_000, True)

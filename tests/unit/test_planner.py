@@ -22,7 +22,7 @@ from condensate.core.planner import (
     plan,
 )
 from condensate.core.projector import PAUSE_CODE
-from condensate.events import ToolResult
+from condensate.events import Engine, ToolResult
 from condensate.testing.threads import ThreadBuilder
 from tests.profiles import shaped
 
@@ -604,23 +604,65 @@ def test_a_refusal_claiming_far_more_than_the_prompt_holds_still_gets_a_window()
 
 
 def test_nothing_to_cut_stops_the_turn_with_a_reason():
-    """When no tier can cut and the prompt is still over, the turn stops with a reason."""
+    """When no tier can cut and the prompt is still over the ceiling, the turn stops with a
+    reason."""
     b = ThreadBuilder()
-    b.turn("brief " * 10, 75_000)
+    b.turn("brief " * 10, 79_000)  # 81,000 with the baseline: over the 80,000 ceiling
     d = decide(b)
     assert isinstance(d, Stop)
     assert d.reason
 
 
 def test_summary_that_cannot_fit_stops_instead_of_sending_over():
-    """If even a summary leaves the prompt over the ceiling, the turn stops."""
+    """If even a summary leaves the prompt over the line, and it is over the ceiling, the
+    turn stops."""
     b = ThreadBuilder()
     b.turn("brief", 60_000)
-    for _ in range(40):
+    for _ in range(50):  # 82,000 with the baseline
         b.reply("notes", 400)
     d = decide(b)
     assert isinstance(d, Stop)
     assert "over the line" in d.reason
+
+
+def test_nothing_to_cut_under_the_ceiling_goes_on_uncut():
+    """Over the line but under the ceiling, a prompt no tier can cut is held back, not
+    stopped: the turn stops only when the next prompt would pass the ceiling. The reason is
+    written once a turn."""
+    b = ThreadBuilder()
+    b.turn("brief " * 10, 75_000)  # 77,000: over the 71,808 line, under the 80,000 ceiling
+    d = decide(b)
+    assert isinstance(d, HoldBack)
+    assert d.why == "nothing-to-cut"
+    assert d.line is not None
+    b.line(*d.line)
+    again = decide(b)
+    assert isinstance(again, HoldBack)
+    assert again.line is None
+
+
+def test_a_summary_that_cannot_fit_under_the_ceiling_goes_on_uncut():
+    """A summary that would leave the prompt over the line is not taken; under the ceiling
+    the turn goes on uncut instead of stopping."""
+    b = ThreadBuilder()
+    b.turn("brief", 60_000)
+    for _ in range(40):  # 78,000 with the baseline
+        b.reply("notes", 400)
+    d = decide(b)
+    assert isinstance(d, HoldBack)
+    assert "over the line" in d.detail
+
+
+def test_a_head_whose_ask_went_unanswered_goes_on_uncut_under_its_hard_limit():
+    """A head past its line whose ask went unanswered, with nothing a summary can cut and the
+    prompt still under its hard limit, is held back rather than stopped."""
+    b = ThreadBuilder(engine="claude", head=True)
+    b.turn("brief", 185_000)  # over the 183,616 line, under the 191,808 hard limit
+    b.ask("a1", minutes=5)
+    b.tick(6 * 60)
+    d = decide(b)
+    assert isinstance(d, HoldBack)
+    assert d.why == "nothing-to-cut"
 
 
 def test_claude_head_is_asked_not_cut():
@@ -674,6 +716,59 @@ def test_declined_ask_is_not_repeated_in_the_same_turn():
     assert isinstance(decide(b), HoldBack)
     b.turn("next", 50)
     assert isinstance(decide(b), Ask)
+
+
+def past_the_hard_limit(engine: Engine) -> ThreadBuilder:
+    """A head whose next prompt is past the model's window less the output reserve (191,808
+    of 200,000), no refusal from the provider."""
+    b = ThreadBuilder(engine=engine, head=True)
+    b.turn("brief", 100)
+    fill_to(b, 193_000)
+    assert usage(b).used > usage(b).hard_limit
+    return b
+
+
+@pytest.mark.parametrize("engine", ["claude", "codex"])
+def test_a_cli_head_past_its_hard_limit_is_asked_not_cut(engine):
+    """On Claude Code and Codex a head is not cut on Condensate's own initiative, even past
+    its hard limit: it is asked to compact."""
+    b = past_the_hard_limit(engine)
+    assert isinstance(decide(b), Ask)
+
+
+def test_an_open_ask_past_the_hard_limit_is_repeated_not_sent():
+    """A head past its hard limit with an ask open is asked again (the request held, its
+    deadline the ask's own), neither cut nor let through to a provider that would refuse it."""
+    b = past_the_hard_limit("claude")
+    opened = b.ask("a1", minutes=5)
+    d = decide(b)
+    assert isinstance(d, Ask)
+    assert d.deadline == opened.event.deadline  # type: ignore[union-attr]
+
+
+def test_a_head_that_declined_stops_past_its_hard_limit():
+    """A head that declined this turn is not cut and not asked again; past its hard limit
+    the turn stops with the reason rather than send a prompt the provider would refuse."""
+    b = past_the_hard_limit("codex")
+    b.ask("a1")
+    b.answer("a1", "decline", by="thread")
+    d = decide(b)
+    assert isinstance(d, Stop)
+    assert "declined" in d.reason
+
+
+def test_past_the_hard_limit_an_unanswered_ask_ends_in_a_forced_window():
+    """Once the ask's deadline passes with the prompt past the hard limit, the runtime cuts on
+    its own and the window is forced (a curator miss drops); the cut closes the ask."""
+    b = past_the_hard_limit("claude")
+    b.ask("a1", minutes=5)
+    b.tick(6 * 60)
+    d = decide(b)
+    assert isinstance(d, Cut)
+    assert d.forced
+    assert d.ask == "a1"
+    take(b, d, tokens=2_000)
+    assert b.view.ask is None
 
 
 def test_native_head_is_compacted_automatically_at_its_line():

@@ -599,8 +599,9 @@ def check_stop(rt: Runtime, decision: Decision) -> None:
         return
     assert decision.reason.strip(), "a stop must state its reason"
     usage = decision.usage
-    assert usage.used > usage.line or rt.b.view.refusal is not None, (
-        f"stopped the turn at {usage.used} tokens, under the line {usage.line}: {decision.reason}"
+    assert usage.used > usage.limit or rt.b.view.refusal is not None, (
+        f"stopped the turn at {usage.used} tokens, under the ceiling {usage.limit}: "
+        f"{decision.reason}"
     )
 
 
@@ -608,8 +609,11 @@ def check_stop(rt: Runtime, decision: Decision) -> None:
 @given(scenarios())
 # A requested summary with nothing to summarize once stopped every turn, under the line.
 @example(scripted("api", False, 60_000, Request("summary", "thread", None, 0.0)))
-def test_a_turn_stops_only_over_the_line_and_says_why(scenario: Scenario) -> None:
-    """A turn stops only with a prompt over the line (or refused), and it says why."""
+# A human message no tier can cut, over the line and under the ceiling, once stopped the turn.
+@example(scripted("api", False, 200_000, Human(75_000, False, True)))
+def test_a_turn_stops_only_over_the_ceiling_and_says_why(scenario: Scenario) -> None:
+    """A turn stops only with a prompt over the ceiling (a head: its hard limit) or refused,
+    and it says why: over the line and under the ceiling it goes on uncut."""
     run(scenario, on_decision=check_stop)
 
 
