@@ -1,7 +1,8 @@
 """A thread's tools and permissions hold on the real CLIs, driven by a runtime in process
 against the fake model server: Claude Code is offered only the thread's tools, and under
 ``workspace`` or ``read-only`` it writes nothing outside cwd (nothing at all when read-only)
-and has no shell; Codex runs ``read-only`` and ``workspace`` threads in the matching sandbox."""
+and has no shell; Codex runs ``read-only``, ``workspace`` and ``ask`` threads in a sandbox
+that writes as the value says and reads only cwd, never the daemon's files."""
 
 from __future__ import annotations
 
@@ -245,10 +246,16 @@ async def test_a_confined_codex_thread_cannot_read_condensates_files_inside_its_
 async def test_an_ask_codex_thread_allowed_a_command_still_cannot_read_the_token(
     tmp_path, fake, workdir, monkeypatch
 ):
-    """Under ask, a command the operator allows runs in Codex's sandbox: reading the daemon's
-    token fails there, and the model never sees it."""
+    """Under ask, a command the operator allows runs in Codex's sandbox, even one the model
+    asked to run outside it: reading the daemon's token fails there, and the model never
+    sees it."""
     paths = secrets(tmp_path, monkeypatch)
-    fake.queue(shell(f"cat {paths['token']}", "token"), Text("done"), model=CODEX)
+    escalated = {
+        "cmd": f"cat {paths['token']}",
+        "sandbox_permissions": "require_escalated",
+        "justification": "the token is needed",
+    }
+    fake.queue(ToolCalls([Call("exec_command", escalated, id="token")]), Text("done"), model=CODEX)
     async with running(tmp_path / "home", fake=fake) as runtime:
         thread = await runtime.create(codex_spec(workdir, "ask"))
         with anyio.fail_after(60):
