@@ -110,9 +110,10 @@ SANDBOX_OF = {
 """A thread's permissions as a Codex sandbox (Codex's own names pass through); approvals are
 never asked for. ``default`` is ``danger-full-access``: Condensate answers no approval
 prompts, so an unattended thread runs without them (as Claude Code threads run with
-``bypassPermissions``). The other two are confined by the permission profile
-(``permission_profile``) that Codex's bundled bubblewrap enforces. ``ask`` runs in the
-workspace sandbox with approvals on (``approval_policy``)."""
+``bypassPermissions``). ``workspace-write`` and ``read-only`` run under Condensate's
+permission profile (``permission_profile``), which Codex's bundled bubblewrap enforces for
+reads as well as writes. ``ask`` runs in the workspace sandbox with approvals on
+(``approval_policy``)."""
 PROFILE = "condensate"
 """The permission profile the config of a confined thread defines and selects."""
 CWD_ACCESS = {"read-only": "read", "workspace-write": "write"}
