@@ -3,7 +3,8 @@
 One app-server per thread, its state in ``$CONDENSATE_HOME/codex/<thread>`` (``CODEX_HOME``)
 with a generated ``config.toml``: the daemon's OpenAI endpoint as the provider, approvals off
 (each Codex thread of an ``ask`` thread asks, and the operator answers), the sandbox from the
-thread's permissions, plugin sync and analytics off, and a model catalog
+thread's permissions (for the confined values a permission profile that also confines reads),
+plugin sync and analytics off, and a model catalog
 whose window is out of reach, so that Codex never compacts on its own and an overflow reaches
 us as a ``contextWindowExceeded`` error instead. ``CONDENSATE_CODEX_WINDOWING=0`` leaves the
 catalog out and the check off: Codex compacts as it would alone, and Condensate records it.

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from adapters import _child, _pinned
+from condensate.config import config_path
 from condensate.core.context_tools import offered
 from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, mcp, own_settings
 from condensate.errors import ConfigError, Refused
@@ -109,9 +110,14 @@ SANDBOX_OF = {
 """A thread's permissions as a Codex sandbox (Codex's own names pass through); approvals are
 never asked for. ``default`` is ``danger-full-access``: Condensate answers no approval
 prompts, so an unattended thread runs without them (as Claude Code threads run with
-``bypassPermissions``). ``workspace-write`` lets commands and patches write inside cwd only,
-``read-only`` write nowhere; Codex enforces both itself (its bundled bubblewrap sandbox).
-``ask`` runs in the workspace sandbox with approvals on (``approval_policy``)."""
+``bypassPermissions``). ``workspace-write`` and ``read-only`` run under Condensate's
+permission profile (``permission_profile``), which Codex's bundled bubblewrap enforces for
+reads as well as writes. ``ask`` runs in the workspace sandbox with approvals on
+(``approval_policy``)."""
+PROFILE = "condensate"
+"""The permission profile the config of a confined thread defines and selects."""
+CWD_ACCESS = {"read-only": "read", "workspace-write": "write"}
+"""What a confined sandbox's commands may do in cwd (Codex's workspace roots)."""
 
 
 def approval_policy(permissions: str) -> str:
@@ -174,10 +180,55 @@ def base_url(env: EngineEnv) -> str:
     return env.openai_base_url if env.gateway is None else env.gateway.url
 
 
-def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_server: bool) -> str:
+def profile_name(permissions: str) -> str:
+    """The permission profile a thread's config selects: Condensate's own for a confined
+    thread, Codex's built-in one for ``danger-full-access``."""
+    return PROFILE if sandbox_mode(permissions) in CWD_ACCESS else ":danger-full-access"
+
+
+def unreadable(home: Path) -> list[Path]:
+    """What no confined command may read even inside cwd: the daemon's state directory (its
+    token, the log, every CLI's home) and the configuration file (settings, provider keys),
+    each by its path and by where a symlink leads."""
+    paths = (home, config_path())
+    return sorted({p.absolute() for p in paths} | {p.resolve() for p in paths})
+
+
+def runtime(binary: str) -> list[Path]:
+    """What a sandboxed command needs of the CLI itself: the binary, which bubblewrap runs
+    again inside the sandbox to set it up (0.171.0 does not grant it under a profile that
+    restricts reads), and the ``rg`` Codex puts on the commands' PATH, beside it in npm's
+    platform package."""
+    native = Path(binary).resolve()
+    tools = native.parent.parent / "codex-path"
+    return [native, *([tools.resolve()] if tools.is_dir() else [])]
+
+
+def permission_profile(permissions: str, home: Path, binary: str) -> list[str]:
+    """The ``[permissions]`` table of a confined thread: its commands read cwd, the system
+    directories a shell needs (Codex's ``:minimal``) and the CLI's ``runtime``, nothing
+    else; write cwd only when the sandbox is ``workspace-write``; and never read
+    ``unreadable``. Codex keeps a workspace root's ``.git`` and ``.codex`` read-only.
+    Nothing for ``danger-full-access``."""
+    access = CWD_ACCESS.get(sandbox_mode(permissions))
+    if access is None:
+        return []
+    return [
+        "",
+        f"[permissions.{PROFILE}.filesystem]",
+        '":minimal" = "read"',
+        f'":workspace_roots" = {{ "." = {_toml(access)} }}',
+        *(f'{_toml(str(path))} = "read"' for path in runtime(binary)),
+        *(f'{_toml(str(path))} = "none"' for path in unreadable(home)),
+    ]
+
+
+def config_toml(
+    spec: ThreadSpec, env: EngineEnv, *, binary: str, catalog: Path | None, mcp_server: bool
+) -> str:
     """The thread's ``config.toml``: the daemon's OpenAI endpoint as the provider, the model,
-    approvals off (an ``ask`` thread's policy is set per Codex thread), the sandbox from the
-    permissions and nothing writable outside cwd, no plugin sync or analytics, the catalog
+    approvals off (an ``ask`` thread's policy is set per Codex thread), the permission profile
+    (``permission_profile``), no plugin sync or analytics, the catalog
     that keeps Codex's compaction out of reach, and Condensate's MCP server with the thread's
     tools (``context_tools.offered``)."""
     lines = [
@@ -186,7 +237,7 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
         # The file takes no "untrusted" (0.171.0 refuses it there); each thread/start sets
         # the thread's own policy.
         'approval_policy = "never"',
-        f"sandbox_mode = {_toml(sandbox_mode(spec.permissions))}",
+        f"default_permissions = {_toml(profile_name(spec.permissions))}",
         "check_for_update_on_startup = false",
     ]
     if catalog is not None:
@@ -198,12 +249,7 @@ def config_toml(spec: ThreadSpec, env: EngineEnv, *, catalog: Path | None, mcp_s
         f"base_url = {_toml(base_url(env))}",
         f"env_key = {_toml(KEY_VARIABLE)}",
         'wire_api = "responses"',
-        "",
-        # workspace-write would also let commands write /tmp and $TMPDIR: only cwd is the
-        # thread's workspace.
-        "[sandbox_workspace_write]",
-        "exclude_slash_tmp = true",
-        "exclude_tmpdir_env_var = true",
+        *permission_profile(spec.permissions, env.home, binary),
         "",
         # The commands Codex runs do not see the provider's key.
         "[shell_environment_policy]",
@@ -272,7 +318,7 @@ def prepare_home(binary: str, spec: ThreadSpec, env: EngineEnv, codex_home: Path
             entries = out_of_reach_catalog(bundled_catalog(binary, codex_home), model_slug(spec))
             _child.write_private(catalog, json.dumps(entries))
     mcp_server = bool(env.daemon_url)
-    text = config_toml(spec, env, catalog=catalog, mcp_server=mcp_server)
+    text = config_toml(spec, env, binary=binary, catalog=catalog, mcp_server=mcp_server)
     _child.write_private(codex_home / "config.toml", text)
 
 

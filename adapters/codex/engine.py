@@ -271,10 +271,11 @@ class CodexEngine(TurnReader):
         """A fresh Codex thread with the thread's persona and permissions; with the view
         rendered as one historical message when ``with_window``."""
         assert self.server is not None
+        # No "sandbox": Codex would take it over the config's permission profile, and
+        # its older sandbox settings cannot keep a command from reading.
         params: dict[str, Any] = {
             "cwd": self.spec.cwd,
             "approvalPolicy": _cli.approval_policy(self.spec.permissions),
-            "sandbox": _cli.sandbox_mode(self.spec.permissions),
         }
         if self.spec.persona:
             params["developerInstructions"] = self.spec.persona

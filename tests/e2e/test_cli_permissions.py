@@ -1,7 +1,8 @@
 """A thread's tools and permissions hold on the real CLIs, driven by a runtime in process
 against the fake model server: Claude Code is offered only the thread's tools, and under
 ``workspace`` or ``read-only`` it writes nothing outside cwd (nothing at all when read-only)
-and has no shell; Codex runs ``read-only`` and ``workspace`` threads in the matching sandbox."""
+and has no shell; Codex runs ``read-only``, ``workspace`` and ``ask`` threads in a sandbox
+that writes as the value says and reads only cwd, never the daemon's files."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from condensate.engine import ThreadSpec
+from condensate.runtime import approvals
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.integration.test_runtime import running
 
@@ -172,3 +175,96 @@ async def test_a_workspace_codex_thread_writes_inside_cwd_only(tmp_path, fake, w
     assert not got["in"].is_error
     assert "exited with code 1" in told(fake, "out")
     assert list(outside.iterdir()) == []
+
+
+def codex_spec(cwd: Path, permissions: str) -> ThreadSpec:
+    return ThreadSpec(
+        engine="codex", model=f"openai:{CODEX}", cwd=str(cwd), brief="b", permissions=permissions
+    )
+
+
+def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A key file outside cwd, the daemon's token file in its state directory and the
+    configuration file, each holding a line no command may show the model."""
+    home = tmp_path / "home"
+    home.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    config = tmp_path / "condensate.env"
+    monkeypatch.setenv("CONDENSATE_CONFIG", str(config))
+    paths = {"key": outside / "id_key", "token": home / "token", "config": config}
+    for name, path in paths.items():
+        path.write_text(f"# {name.upper()}-SECRET\n")
+    return paths
+
+
+@pytest.mark.parametrize("permissions", ["read-only", "workspace"])
+async def test_a_confined_codex_thread_reads_nothing_outside_cwd(
+    tmp_path, fake, workdir, monkeypatch, permissions
+):
+    """Under read-only and workspace, a command reads a file inside cwd, but reading a key
+    file outside cwd, the daemon's token file or the configuration file fails, and the
+    model never sees their contents."""
+    (workdir / "notes.txt").write_text("hello notes\n")
+    paths = secrets(tmp_path, monkeypatch)
+    fake.queue(
+        shell(f"cat {workdir / 'notes.txt'}", "in"),
+        *(shell(f"cat {path}", name) for name, path in paths.items()),
+        Text("done"),
+        model=CODEX,
+    )
+    await run_thread(tmp_path, fake, codex_spec(workdir, permissions))
+    assert "hello notes" in told(fake, "in")
+    for name in paths:
+        assert "SECRET" not in told(fake, name)
+        assert "exited with code 1" in told(fake, name)
+
+
+@pytest.mark.parametrize("permissions", ["read-only", "workspace"])
+async def test_a_confined_codex_thread_cannot_read_condensates_files_inside_its_cwd(
+    tmp_path, fake, monkeypatch, permissions
+):
+    """With the state directory and the configuration file inside cwd, a command still
+    cannot read the daemon's token or the configuration file, though it reads cwd's other
+    files."""
+    (tmp_path / "notes.txt").write_text("hello notes\n")
+    paths = secrets(tmp_path, monkeypatch)
+    fake.queue(
+        shell("cat notes.txt", "in"),
+        shell("cat home/token", "token"),
+        shell("cat condensate.env", "config"),
+        Text("done"),
+        model=CODEX,
+    )
+    await run_thread(tmp_path, fake, codex_spec(tmp_path, permissions))
+    assert "hello notes" in told(fake, "in")
+    assert paths["token"].exists()
+    for name in ("token", "config"):
+        assert "SECRET" not in told(fake, name)
+
+
+async def test_an_ask_codex_thread_allowed_a_command_still_cannot_read_the_token(
+    tmp_path, fake, workdir, monkeypatch
+):
+    """Under ask, a command the operator allows runs in Codex's sandbox, even one the model
+    asked to run outside it: reading the daemon's token fails there, and the model never
+    sees it."""
+    paths = secrets(tmp_path, monkeypatch)
+    escalated = {
+        "cmd": f"cat {paths['token']}",
+        "sandbox_permissions": "require_escalated",
+        "justification": "the token is needed",
+    }
+    fake.queue(ToolCalls([Call("exec_command", escalated, id="token")]), Text("done"), model=CODEX)
+    async with running(tmp_path / "home", fake=fake) as runtime:
+        thread = await runtime.create(codex_spec(workdir, "ask"))
+        with anyio.fail_after(60):
+            while not approvals.pending(thread):
+                await thread.changed.wait()
+        (asked,) = approvals.pending(thread)
+        await approvals.answer(runtime, thread, asked.id, "allow", reason="a read is fine")
+        with anyio.fail_after(60):
+            await thread.turn_done.wait()
+    assert str(paths["token"]) in asked.argument
+    assert "SECRET" not in told(fake, "token")
+    assert "exited with code 1" in told(fake, "token")

@@ -16,6 +16,7 @@ from condensate.engine import EngineEnv, ThreadSpec
 from condensate.errors import ConfigError, Refused
 
 TOKEN = "token-for-tests"  # noqa: S105 - a test value
+CODEX = "/opt/codex/vendor/x86_64-unknown-linux-musl/bin/codex"
 SPEC = ThreadSpec(engine="codex", model="openai:gpt-5.5", cwd="/work", brief="b")
 BUNDLED = {
     "models": [
@@ -135,26 +136,54 @@ def test_a_non_openai_model_is_refused():
 
 def test_the_config_points_codex_at_the_daemons_provider(tmp_path):
     """The generated config names the model, the provider (key by variable, not in the file),
-    no approvals, the sandbox, and turns plugin sync and analytics off."""
+    no approvals, Codex's unconfined profile for a default thread, and turns plugin sync and
+    analytics off."""
     catalog = tmp_path / "models.json"
-    config = tomllib.loads(_cli.config_toml(SPEC, env(tmp_path), catalog=catalog, mcp_server=False))
+    text = _cli.config_toml(SPEC, env(tmp_path), binary=CODEX, catalog=catalog, mcp_server=False)
+    config = tomllib.loads(text)
     assert config["model"] == "gpt-5.5"
     provider = config["model_providers"][config["model_provider"]]
     assert provider["base_url"] == "http://127.0.0.1:9/v1"
     assert provider["wire_api"] == "responses"
     assert provider["env_key"] == _cli.KEY_VARIABLE
     assert config["approval_policy"] == "never"
-    assert config["sandbox_mode"] == "danger-full-access"
+    assert config["default_permissions"] == ":danger-full-access"
+    assert "permissions" not in config
     assert config["analytics"]["enabled"] is False
     assert config["features"]["plugins"] is False
     assert config["model_catalog_json"] == str(catalog)
     assert "mcp_servers" not in config
-    assert "sk-test" not in _cli.config_toml(SPEC, env(tmp_path), catalog=None, mcp_server=False)
+    assert "sk-test" not in text
+
+
+@pytest.mark.parametrize(("permissions", "cwd"), [("read-only", "read"), ("workspace", "write")])
+def test_a_confined_threads_profile_reads_cwd_and_never_condensates_files(
+    tmp_path, monkeypatch, permissions, cwd
+):
+    """A confined thread's profile lets its commands read the system's directories, cwd
+    (write it too under workspace) and the CLI, and never the state directory or the
+    configuration file, by their paths and by where a symlink leads."""
+    target = tmp_path / "elsewhere.env"
+    (tmp_path / "env").symlink_to(target)
+    monkeypatch.setenv("CONDENSATE_CONFIG", str(tmp_path / "env"))
+    spec = replace(SPEC, permissions=permissions)
+    text = _cli.config_toml(spec, env(tmp_path), binary=CODEX, catalog=None, mcp_server=False)
+    config = tomllib.loads(text)
+    assert config["default_permissions"] == _cli.PROFILE
+    assert "sandbox_mode" not in config
+    assert config["permissions"][_cli.PROFILE]["filesystem"] == {
+        ":minimal": "read",
+        ":workspace_roots": {".": cwd},
+        CODEX: "read",
+        str(tmp_path): "none",
+        str(tmp_path / "env"): "none",
+        str(target): "none",
+    }
 
 
 def test_a_heads_config_starts_condensates_mcp_server(tmp_path):
     """A head's config runs ``condensate.engine.mcp`` for its thread, the API token in its env."""
-    text = _cli.config_toml(SPEC, env(tmp_path), catalog=None, mcp_server=True)
+    text = _cli.config_toml(SPEC, env(tmp_path), binary=CODEX, catalog=None, mcp_server=True)
     server = tomllib.loads(text)["mcp_servers"]["condensate"]
     assert server["args"][:2] == ["-m", "condensate.engine.mcp"]
     assert "t-1" in server["args"]
