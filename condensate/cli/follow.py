@@ -69,26 +69,27 @@ class Progress:
 
 
 @dataclass
-class Echo:
-    """The logged events of a turn on ``out``: JSON lines, or lines a person reads."""
+class Held:
+    """Logged events passed on to ``show`` in order, except that a system line (and what
+    follows it) waits up to ``HOLD_SECONDS`` for a turn's end: a system line that only says
+    the reason that end gives is left out, so the reason is said once."""
 
-    out: TextIO
-    as_json: bool
-    style: Style
-    before_write: Callable[[], None] = lambda: None
+    show: Callable[[dict[str, Any]], None]
+    hold: bool = True
+    """False (JSON lines): every event is passed on at once, as it is."""
     held: list[dict[str, Any]] = field(default_factory=list)
     held_since: float = 0.0
 
     def take(self, item: dict[str, Any], now: float) -> None:
         """One logged event (the live stream's items with a seq)."""
-        if self.held or (item["kind"] == "system.line" and not self.as_json):
+        if self.held or (item["kind"] == "system.line" and self.hold):
             if not self.held:
                 self.held_since = now
             self.held.append(item)
             if item["kind"] == "turn.ended":
                 self.release()
             return
-        self.write(item)
+        self.show(item)
 
     def tick(self, now: float) -> None:
         if self.held and now - self.held_since >= HOLD_SECONDS:
@@ -99,15 +100,26 @@ class Echo:
         reason = "" if ended is None else ended.get("reason", "")
         for item in self.held:
             if reason and item["kind"] == "system.line" and reason in item["text"]:
-                continue  # the turn's end says it, once
-            self.write(item)
+                continue  # the turn's end says it
+            self.show(item)
         self.held = []
 
-    def write(self, item: dict[str, Any]) -> None:
+
+@dataclass
+class Lines:
+    """Logged events on ``out`` as ``run`` prints them: JSON lines, or lines a person reads
+    (a turn's end naming only its outcome: its reason goes to stderr)."""
+
+    out: TextIO
+    as_json: bool
+    style: Style
+    before_write: Callable[[], None] = lambda: None
+
+    def __call__(self, item: dict[str, Any]) -> None:
         if self.as_json:
             shown: str | None = json.dumps(item)
         elif item["kind"] == "turn.ended":
-            shown = turn_event({**item, "reason": ""}, self.style)  # the reason: on stderr
+            shown = turn_event({**item, "reason": ""}, self.style)
         else:
             shown = turn_event(item, self.style)
         if shown is not None:
@@ -122,7 +134,7 @@ class Follow:
 
     client: AsyncDaemonClient
     thread: str
-    echo: Echo
+    echo: Held
     progress: Progress
     interrupts: int = 0
     ended: dict[str, Any] | None = None
@@ -196,24 +208,31 @@ async def follow_turn(client: AsyncDaemonClient, thread: str, after: int, as_jso
     ``after``: 0 when it completed, else 1 with its whole reason on stderr (130 when Ctrl-C
     stopped it); then, as text, its usage and cost on one line. A second Ctrl-C detaches
     (130)."""
+    async with client:
+        return await one_turn(client, thread, after, as_json, usage=not as_json)
+
+
+async def one_turn(
+    client: AsyncDaemonClient, thread: str, after: int, as_json: bool, *, usage: bool
+) -> int:
+    """``follow_turn`` on an open client; ``usage``: end with the usage line."""
     style = Style.of(sys.stdout)
     progress = Progress.on_stderr()
-    echo = Echo(sys.stdout, as_json, style, before_write=progress.clear)
-    async with client:
-        follow = Follow(client, thread, echo, progress)
-        ended = await follow.run(after)
-        if ended is None:
-            sys.stderr.write(
-                f"condensate: detached; the turn goes on in the daemon; follow it with "
-                f"condensate tail -f {thread}\n"
-            )
-            return EX_INTERRUPTED
-        if not as_json:
-            shown = await client.call("GET", f"/threads/{thread}")
-            usage = shown["usage"]
-            status = f"{usage_bar(usage['used'], usage['line'], 20)}  {cost_text(shown['costs'])}"
-            sys.stdout.write(style(f"   {status}", "dim") + "\n")
-            sys.stdout.flush()
+    echo = Held(Lines(sys.stdout, as_json, style, progress.clear), hold=not as_json)
+    follow = Follow(client, thread, echo, progress)
+    ended = await follow.run(after)
+    if ended is None:
+        sys.stderr.write(
+            f"condensate: detached; the turn goes on in the daemon; follow it with "
+            f"condensate tail -f {thread}\n"
+        )
+        return EX_INTERRUPTED
+    if usage:
+        shown = await client.call("GET", f"/threads/{thread}")
+        used = shown["usage"]
+        status = f"{usage_bar(used['used'], used['line'], 20)}  {cost_text(shown['costs'])}"
+        sys.stdout.write(style(f"   {status}", "dim") + "\n")
+        sys.stdout.flush()
     if ended["outcome"] == "completed":
         return 0
     say_why(ended)

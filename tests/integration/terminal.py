@@ -42,6 +42,8 @@ class Terminal:
         self.child = pexpect.spawn(
             argv[0], argv[1:], cwd=str(REPO), env=env, dimensions=(rows, columns)
         )
+        # A terminal answers when asked where its cursor is (prompt_toolkit asks).
+        self.screen.write_process_input = self.child.send  # type: ignore[method-assign]
 
     def pump(self) -> None:
         while not self.child.closed:
