@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +31,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from condensate import api, statedir
 from condensate.errors import CondensateError
 from condensate.events import AskMode
+from condensate.providers.sse import SSEParser
 from condensate.settings import Settings
 
 T = TypeVar("T")
@@ -424,6 +425,44 @@ class AsyncDaemonClient:
     async def send_request(self, request: Request[T]) -> T:
         """Send one of ``Requests``; its answer, typed."""
         return _read(request, await self.call(request.method, request.path, request.body))
+
+    async def live(
+        self, thread_id: str, after: int = 0
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """The thread's live stream (``GET /threads/:id/live``) from ``after``: (kind, data)
+        per item, logged events and ephemeral ones alike; read again from the last seq seen
+        when the daemon says the reader fell behind. Needs ``async with``."""
+        if self._session is None:
+            msg = "AsyncDaemonClient.live needs the client opened with `async with`."
+            raise RuntimeError(msg)
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "text/event-stream"}
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
+        while True:
+            path = _thread_path(thread_id, f"/live?after={after}")
+            try:
+                async with self._session.get(
+                    self.url + path, headers=headers, timeout=timeout
+                ) as response:
+                    if response.status != 200:
+                        raw = await response.read()
+                        raise _failed(response.status, raw, f"HTTP {response.status}")
+                    parser = SSEParser()
+                    resync = False
+                    async for chunk in response.content.iter_any():
+                        for event in parser.feed(chunk):
+                            if event.event == "resync":
+                                resync = True
+                                break
+                            item = json.loads(event.data) if event.data else {}
+                            if isinstance(item.get("seq"), int):
+                                after = item["seq"]
+                            yield event.event, item
+                        if resync:
+                            break
+            except (aiohttp.ClientError, OSError) as exc:
+                raise _unreachable(self.url, exc) from exc
+            if not resync:
+                return
 
     async def health(self) -> api.Health:
         return await self.send_request(Requests.health())

@@ -11,6 +11,9 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
+import anyio
+
+from condensate.cli import follow
 from condensate.cli.chat import chat
 from condensate.cli.output import (
     Style,
@@ -20,10 +23,9 @@ from condensate.cli.output import (
     event_line,
     line_reason,
     table,
-    turn_event,
     usage_bar,
 )
-from condensate.client import DaemonClient, status_page_url
+from condensate.client import AsyncDaemonClient, DaemonClient, status_page_url
 from condensate.settings import Settings
 
 
@@ -96,35 +98,9 @@ def cmd_tail(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def follow_turn(client: DaemonClient, thread: str, after: int, args: argparse.Namespace) -> int:
-    """Print the thread's events as a person follows a turn (JSON lines with ``--json``) until
-    a turn ends after ``after``: 0 when it completed, else 1 with its whole reason on stderr;
-    then its usage and cost on one line."""
-    style = Style.of(sys.stdout)
-    while True:
-        page = client.call("GET", f"/threads/{thread}/tail?after={after}&limit=1000&wait=25")
-        for event in page["events"]:
-            shown = json.dumps(event) if args.json else turn_event(event, style)
-            if shown is not None:
-                sys.stdout.write(shown + "\n")
-                sys.stdout.flush()
-            if event["kind"] == "turn.ended":
-                return _ended(client, thread, event, args, style)
-        after = page["nextAfter"]
-
-
-def _ended(
-    client: DaemonClient, thread: str, ended: dict[str, Any], args: argparse.Namespace, style: Style
-) -> int:
-    if not args.json:
-        shown = client.call("GET", f"/threads/{thread}")
-        usage = shown["usage"]
-        status = f"{usage_bar(usage['used'], usage['line'], 20)}  {cost_text(shown['costs'])}"
-        sys.stdout.write(style(f"   {status}", "dim") + "\n")
-    if ended["outcome"] == "completed":
-        return 0
-    reason = ended.get("reason") or "no reason was given"
-    sys.stderr.write(f"condensate: the turn {ended['outcome']}: {reason}\n")
-    return 1
+    """Follow a turn (``condensate.cli.follow``) with the async client on the same daemon."""
+    async_client = AsyncDaemonClient(client.url, client.token)
+    return anyio.run(follow.follow_turn, async_client, thread, after, args.json)
 
 
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:

@@ -1,7 +1,9 @@
 """``condensate chat`` in a real pseudo-terminal, its screen read back through a terminal
-emulator (pyte): the reply streams as the model writes it, tool calls show as they happen, a
-status line on the last row keeps the thread's usage and cost, and a new message is taken at
-the prompt. Piped, it reads a message a line and exits as the last turn ended."""
+emulator (pyte): the reply streams as Markdown wrapped at word ends, tool calls show as they
+happen, a progress line counts the turn's seconds, a status line on the last row keeps the
+thread's usage and cost, typing during a turn is sent as a steer, approvals are answered at
+the prompt, Ctrl-C stops the turn, and leaving puts the cursor below the last line. Piped,
+it reads a message a line and exits as the last turn ended."""
 
 from __future__ import annotations
 
@@ -9,19 +11,18 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import pexpect
-import pyte
 import pytest
 
 from condensate.client import DaemonClient
-from condensate.testing.fake_model import Call, Fail, FakeModelServer, Slow, Text, ToolCalls
+from condensate.testing.fake_model import Call, Fail, FakeModelServer, Slow, Stall, Text, ToolCalls
 from tests.integration.daemon import REPO, DaemonProcess, running_daemon
+from tests.integration.terminal import Terminal, condensate
 
 MODEL = "anthropic:claude-sonnet-4-5"
-ROWS, COLUMNS = 30, 120
 
 
 @pytest.fixture(scope="module")
@@ -39,106 +40,175 @@ def settled(client: DaemonClient, thread: str) -> None:
         time.sleep(0.05)
 
 
-def new_thread(daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path) -> str:
+def new_thread(
+    daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path, permissions: str = "default"
+) -> str:
     fake.queue(Text("Ready when you are."))
     client = DaemonClient(daemon.url, daemon.token)
-    body = {"model": MODEL, "cwd": str(tmp_path), "brief": "Stand by."}
+    body = {"model": MODEL, "cwd": str(tmp_path), "brief": "Stand by.", "permissions": permissions}
     thread = str(client.call("POST", "/threads", body)["id"])
     settled(client, thread)
     return thread
 
 
-class Terminal:
-    """``condensate chat`` on a pseudo-terminal, and the screen it draws."""
+def logged(daemon: DaemonProcess, thread: str) -> list[dict[str, Any]]:
+    client = DaemonClient(daemon.url, daemon.token)
+    return list(client.call("GET", f"/threads/{thread}/tail?after=0&limit=1000")["events"])
 
-    def __init__(self, daemon: DaemonProcess, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_")}
-        env |= {"CONDENSATE_HOME": str(daemon.home), "TERM": "xterm-256color"}
-        env.pop("NO_COLOR", None)
-        self.screen = pyte.Screen(COLUMNS, ROWS)
-        self.stream = pyte.ByteStream(self.screen)
-        self.child = pexpect.spawn(
-            sys.executable,
-            ["-m", "condensate", "chat", *args],
-            cwd=str(REPO),
-            env=env,
-            dimensions=(ROWS, COLUMNS),
-        )
 
-    def pump(self) -> None:
-        while True:
-            try:
-                data = self.child.read_nonblocking(65_536, timeout=0.05)
-            except (pexpect.TIMEOUT, pexpect.EOF):
-                return
-            self.stream.feed(data)
-
-    def lines(self) -> list[str]:
-        self.pump()
-        return [line.rstrip() for line in self.screen.display]
-
-    def text(self) -> str:
-        return "\n".join(self.lines())
-
-    def until(self, seen: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
-        deadline = time.monotonic() + seconds
-        while not seen():
-            if time.monotonic() > deadline:
-                msg = f"never saw {what}; the screen:\n{self.text()}"
-                raise AssertionError(msg)
-            time.sleep(0.05)
-
-    def status(self) -> str:
-        return self.lines()[-1]
-
-    def close(self) -> int:
-        self.child.sendeof()
-        self.child.expect(pexpect.EOF, timeout=15)
-        self.child.close()
-        return int(self.child.exitstatus or 0)
+@pytest.fixture
+def chat(daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path) -> Iterator[Terminal]:
+    """A chat with a new thread, at its prompt."""
+    terminal = Terminal(daemon.home, condensate("chat", new_thread(daemon, fake, tmp_path)))
+    terminal.until(lambda: "you>" in terminal.text(), "the prompt")
+    yield terminal
+    terminal.kill()
 
 
 def test_chat_streams_the_reply_shows_tools_and_keeps_a_status_line(
+    daemon: DaemonProcess, fake: FakeModelServer, chat: Terminal
+):
+    """The reply shows as it is written, once; each call and its result show; the last row
+    keeps the thread's usage and cost; the message typed shows once, where it was typed."""
+    chat.until(lambda: "of the line" in chat.lines()[-1], "the status line")
+    assert "tokens" in chat.lines()[-1]
+    assert "$" in chat.lines()[-1]
+    reply = "Echo ran; its output says chat-works, which is what we wanted to see."
+    fake.queue(
+        ToolCalls([Call("shell", {"command": "echo chat-works"})]),
+        Slow(Text(reply), chunk_delay=0.4, chunks=8),
+        model="claude-sonnet-4-5",
+    )
+    chat.child.sendline("Run the echo, please.")
+    chat.until(lambda: '⚙ shell {"command": "echo chat-works"}' in chat.text(), "the call")
+    chat.until(lambda: "✓ shell(echo chat-works): chat-works" in chat.text(), "its result")
+    chat.until(
+        lambda: "Echo ran" in chat.text() and reply not in chat.text(), "a part of the reply"
+    )
+    chat.until(lambda: reply in chat.text(), "the whole reply")
+    chat.until(lambda: "── turn completed" in chat.text(), "the turn's end")
+    assert "(3 calls)" in chat.lines()[-1] or "(4 calls)" in chat.lines()[-1]
+    assert chat.text().count(reply) == 1
+    assert chat.text().count("Run the echo, please.") == 1
+
+
+def test_a_progress_line_counts_the_turns_seconds(fake: FakeModelServer, chat: Terminal):
+    """While the model works, a line above the prompt says so with the seconds taken; it is
+    gone once the turn ended."""
+    fake.queue(Stall(Text("Took a while."), seconds=3), model="claude-sonnet-4-5")
+    chat.child.sendline("Take your time.")
+    chat.until(lambda: "Working (2s · Ctrl-C stops the turn)" in chat.text(), "2s")
+    chat.until(lambda: "── turn completed" in chat.text(), "the turn's end")
+    chat.until(lambda: "Working" not in chat.text(), "the progress line gone")
+
+
+def test_a_message_typed_during_a_turn_is_sent_as_a_steer(
+    daemon: DaemonProcess, fake: FakeModelServer, chat: Terminal
+):
+    """The prompt stays open during a turn: a line typed then reaches the thread at once
+    (logged before the turn ends) and is shown once."""
+    fake.queue(Stall(Text("Steered."), seconds=3), Text("Done."), model="claude-sonnet-4-5")
+    chat.child.sendline("Start.")
+    chat.until(lambda: "Working (" in chat.text(), "the turn running")
+    chat.child.sendline("Mind the tests too.")
+    chat.until(lambda: "sent as a steer of the running turn" in chat.text(), "the steer's note")
+    thread = chat.lines()[-1].split()[0]
+    kinds = [
+        (e["kind"], e.get("text"))
+        for e in logged(daemon, thread)
+        if e["kind"] in ("message.user", "turn.ended")
+    ]
+    assert kinds[-1] == ("message.user", "Mind the tests too."), kinds  # the turn still runs
+    chat.until(lambda: "Done." in chat.text(), "the end of the steered turn")
+    assert chat.text().count("Mind the tests too.") == 1
+
+
+def test_an_approval_is_answered_at_the_prompt(
     daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
 ):
-    thread = new_thread(daemon, fake, tmp_path)
-    terminal = Terminal(daemon, thread)
+    """A thread that asks before running a command: the prompt asks, `y` allows, it runs."""
+    thread = new_thread(daemon, fake, tmp_path, permissions="ask")
+    terminal = Terminal(daemon.home, condensate("chat", thread))
     try:
         terminal.until(lambda: "you>" in terminal.text(), "the prompt")
-        terminal.until(lambda: thread in terminal.status(), "the status line")
-        assert "tokens" in terminal.status()
-        assert "of the line" in terminal.status()
-        assert "$" in terminal.status()
-        reply = "Echo ran; its output says chat-works, which is what we wanted to see."
         fake.queue(
-            ToolCalls([Call("shell", {"command": "echo chat-works"})]),
-            Slow(Text(reply), chunk_delay=0.4, chunks=8),
+            ToolCalls([Call("shell", {"command": "echo allowed-here"})]),
+            Text("It ran."),
             model="claude-sonnet-4-5",
         )
-        terminal.child.sendline("Run the echo, please.")
+        terminal.child.sendline("Run it.")
         terminal.until(
-            lambda: '⚙ shell {"command": "echo chat-works"}' in terminal.text(), "the call"
+            lambda: "allow shell echo allowed-here? [y/n]" in terminal.text(), "the question"
         )
+        terminal.child.sendline("y")
         terminal.until(
-            lambda: "✓ shell(echo chat-works): chat-works" in terminal.text(), "its result"
+            lambda: "✓ shell(echo allowed-here): allowed-here" in terminal.text(), "it ran"
         )
-        # Written as it streams: a part of the reply shows before all of it.
-        terminal.until(
-            lambda: "Echo ran" in terminal.text() and reply not in terminal.text(),
-            "a part of the reply",
-        )
-        terminal.until(lambda: reply in terminal.text(), "the whole reply")
         terminal.until(lambda: "── turn completed" in terminal.text(), "the turn's end")
-        terminal.until(lambda: terminal.text().count("you>") >= 2, "the next prompt")
-        assert "(3 calls)" in terminal.status() or "(4 calls)" in terminal.status()
-        assert terminal.text().count(reply) == 1  # streamed once, not printed again
     finally:
-        assert terminal.close() == 0
+        terminal.kill()
+    answered = [e for e in logged(daemon, thread) if e["kind"] == "approval.answered"]
+    assert [(a["decision"], a["by"]) for a in answered] == [("allow", "operator")]
+
+
+def test_ctrl_c_stops_the_running_turn_and_the_chat_goes_on(
+    daemon: DaemonProcess, fake: FakeModelServer, chat: Terminal
+):
+    """Ctrl-C during a turn stops it (its reason shown once); the prompt takes the next
+    message."""
+    fake.queue(Stall(Text("never seen"), seconds=20), Text("Back."), model="claude-sonnet-4-5")
+    chat.child.sendline("Go slow.")
+    chat.until(lambda: "Working (" in chat.text(), "the turn running")
+    chat.child.sendintr()
+    chat.until(lambda: "── turn interrupted" in chat.text(), "the turn's end")
+    assert chat.text().count("interrupted by the operator") == 1
+    chat.child.sendline("Again.")
+    chat.until(lambda: "Back." in chat.text(), "the next turn's reply")
+
+
+def test_the_reply_is_markdown_wrapped_at_word_ends(
+    daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+):
+    """On a narrow terminal, **bold** shows without its stars, a list as bullets, and a long
+    paragraph wraps between words, never inside one."""
+    thread = new_thread(daemon, fake, tmp_path)
+    words = [f"word{n:02d}x" for n in range(40)]
+    reply = "Some **strong** claim.\n\n- first item\n- second item\n\n" + " ".join(words)
+    terminal = Terminal(daemon.home, condensate("chat", thread), columns=44)
+    try:
+        terminal.until(lambda: "you>" in terminal.text(), "the prompt")
+        fake.queue(Text(reply), model="claude-sonnet-4-5")
+        terminal.child.sendline("Format it.")
+        terminal.until(lambda: "── turn completed" in terminal.text(), "the turn's end")
+        lines = terminal.lines()
+        assert "Some strong claim." in lines
+        assert any(line.strip() == "• first item" for line in lines), lines
+        shown = " ".join(lines).split()
+        assert all(word in shown for word in words), lines
+    finally:
+        terminal.kill()
+
+
+def test_leaving_puts_the_cursor_below_the_last_line(fake: FakeModelServer, chat: Terminal):
+    """Ctrl-D leaves with 0 and the terminal as it was: no scroll region, the cursor on a
+    fresh row below everything printed (where the shell's prompt comes next)."""
+    fake.queue(Text("Goodbye then."), model="claude-sonnet-4-5")
+    chat.child.sendline("Bye.")
+    chat.until(lambda: "── turn completed" in chat.text(), "the turn's end")
+    chat.child.sendeof()
+    assert chat.exit_status() == 0
+    lines = chat.lines()
+    last = max(i for i, line in enumerate(lines) if line)
+    assert chat.screen.cursor.y > last, (chat.screen.cursor.y, lines)
+    assert chat.screen.margins is None
+    assert "Goodbye then." in chat.text()
 
 
 def test_piped_chat_sends_each_line_and_exits_as_the_last_turn_ended(
     daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
 ):
+    """Piped: each line is a message, each turn printed as `run` does, no colours; the last
+    turn failed, so it exits 1 with that turn's reason, said once, on stderr."""
     thread = new_thread(daemon, fake, tmp_path)
     fake.queue(Text("First answer."), Fail(401), model="claude-sonnet-4-5")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_")}
@@ -157,6 +227,7 @@ def test_piped_chat_sends_each_line_and_exits_as_the_last_turn_ended(
     assert "First answer." in done.stdout
     assert "\033[" not in done.stdout
     assert done.stderr.startswith("condensate: the turn failed: anthropic answered 401")
+    assert (done.stdout + done.stderr).count("anthropic answered 401") == 1
 
 
 def test_chat_with_a_thread_the_daemon_lacks_exits_2_naming_it(daemon: DaemonProcess):

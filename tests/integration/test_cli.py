@@ -269,7 +269,8 @@ async def test_a_failed_turn_exits_1_with_its_whole_reason(
     daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
 ) -> None:
     """A provider that refuses the key fails the turn: `run` exits 1 and says why, whole,
-    naming the setting that holds the key."""
+    naming the setting that holds the key, once (on stderr; the turn's end line on stdout
+    and the provider's error line before it do not repeat it)."""
     fake.queue(Fail(401))
     code, out, err = await condensate(
         daemon.home, "run", "--model", MODEL, "--cwd", str(tmp_path), f"fails {_marker()}"
@@ -280,7 +281,8 @@ async def test_a_failed_turn_exits_1_with_its_whole_reason(
     assert said.endswith(
         "(the daemon's CONDENSATE_ANTHROPIC_API_KEY: condensate config shows where it is set)"
     )
-    assert "── turn failed: anthropic answered 401" in out
+    assert "── turn failed" in out.splitlines()
+    assert (out + err).count("anthropic answered 401") == 1, (out, err)
 
 
 async def test_send_wait_follows_the_turn_it_starts(
