@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import get_args
 
 from prometheus_client import (
     CollectorRegistry,
@@ -31,6 +32,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
+from condensate.api.threads import ThreadStatus
 from condensate.core.tokens import bare_model
 from condensate.errors import ProviderError
 from condensate.events import (
@@ -49,7 +51,7 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 """The content type of the Prometheus text exposition format."""
-STATUSES = ("running", "idle")
+STATUSES: tuple[str, ...] = get_args(ThreadStatus)
 """A thread's status, as ``GET /threads`` says it: every one is exposed, at 0 when none."""
 MODEL_CALL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 """Seconds: a short reply from a local server up to a long generation."""
