@@ -56,7 +56,7 @@ from condensate.http.middleware import (
     guard_middleware,
     timing_middleware,
 )
-from condensate.providers import parse_model
+from condensate.providers import billed_model, parse_model
 from condensate.runtime import Runtime, approvals, asks, tool_answers
 from condensate.runtime.archiving import archive_held
 from condensate.runtime.metrics import TEXT_FORMAT
@@ -189,24 +189,28 @@ def _tokens(bill: Bill) -> api.Tokens:
 
 def costs_answer(view: Projection) -> api.Costs:
     """What the provider billed for the thread, by token class, with the cost at list price
-    (``usd`` is None while any call's model has no price), per session and model."""
+    (``usd`` is None while any call's model has no price), per session and model, each model
+    named as the metrics name it (``billed_model``)."""
     total = Bill()
-    sessions = []
-    unpriced: set[str] = set()
+    by_session: dict[tuple[str, str], Bill] = {}
     for key, bill in sorted(view.billed.items()):
-        session, _, model = key.partition("|")
+        session, _, called = key.partition("|")
         total.merge(bill)
-        if bill.unpriced:
-            unpriced.add(model)
-        sessions.append(
-            api.SessionCosts(
-                session=session,
-                model=model,
-                calls=bill.calls,
-                tokens=_tokens(bill),
-                usd=None if bill.unpriced else bill.usd,
-            )
+        # Two ids of one model (a call the provider named by its snapshot, one it did not
+        # name) are one model here.
+        shown = (session, billed_model(called, view.model))
+        by_session.setdefault(shown, Bill()).merge(bill)
+    sessions = [
+        api.SessionCosts(
+            session=session,
+            model=model,
+            calls=bill.calls,
+            tokens=_tokens(bill),
+            usd=None if bill.unpriced else bill.usd,
         )
+        for (session, model), bill in sorted(by_session.items())
+    ]
+    unpriced = {model for (_, model), bill in by_session.items() if bill.unpriced}
     return api.Costs(
         calls=total.calls,
         tokens=_tokens(total),

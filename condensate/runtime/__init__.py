@@ -67,7 +67,7 @@ from condensate.events import (
     Window,
     now_utc,
 )
-from condensate.providers import ModelClient, parse_model
+from condensate.providers import ModelClient, billed_model, parse_model
 from condensate.runtime import admission, approvals, asks
 from condensate.runtime.admission import Admission
 from condensate.runtime.curator import Curator
@@ -210,7 +210,7 @@ class Runtime:
             "seq": counted.seq,
             "at": call.at.isoformat(),
             "engine": thread.spec.engine,
-            "model": call.model or thread.spec.model,
+            "model": billed_model(call.model, thread.spec.model),
             "call": {
                 "input": call.input,
                 "cacheRead": call.cache_read,

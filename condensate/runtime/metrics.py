@@ -33,7 +33,6 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
 from condensate.api.threads import ThreadStatus
-from condensate.core.tokens import bare_model
 from condensate.errors import ProviderError
 from condensate.events import (
     AskAnswered,
@@ -44,6 +43,7 @@ from condensate.events import (
     TurnEnded,
     Window,
 )
+from condensate.providers import billed_model
 
 # No ``_created`` series beside each counter and histogram: the text format shows each as a
 # gauge of its own, doubling the page for a time Prometheus does not read from it.
@@ -166,7 +166,7 @@ class Metrics:
         """One event the runtime appended to a thread of ``engine`` on ``model``."""
         match event:
             case ModelUsage():
-                called = event.model or bare_model(model)
+                called = billed_model(event.model, model)
                 self.model_calls.labels(engine, called).inc()
                 tokens = self.model_tokens
                 tokens.labels(engine, called, "input").inc(max(event.input, 0))
