@@ -36,7 +36,7 @@ from condensate.eventlog.postgres import Owner, PostgresStore, where
 from condensate.eventlog.sqlite import SqliteStore
 from condensate.gateway import Gateway, Passes, Upstream
 from condensate.http import edge
-from condensate.http.middleware import Guard
+from condensate.http.middleware import Guard, Readiness
 from condensate.http.server import make_app
 from condensate.providers import ModelClient, ProviderSettings, make_client, parse_model
 from condensate.providers._http import CallObserver
@@ -242,8 +242,9 @@ async def _running(
     statedir.prepare(settings.home)
     file_limit = edge.raise_file_limit()
     token = ensure_token(settings.home)
-    # Bound before recovery so that engines (a head's MCP tools) know the API's address;
-    # served after it, so that no call finds a thread not yet recovered.
+    # Bound before recovery so that engines (a head's MCP tools) know the API's address.
+    # Served during it, so that /health and /ready answer; every other call waits until it
+    # is done (``Readiness``), so that none finds a thread not yet recovered.
     listener = _listen(settings.host, settings.port)
     port = int(listener.getsockname()[1])
     url = f"http://{settings.host}:{port}"
@@ -274,22 +275,21 @@ async def _running(
         runtime.daemon_url = _loopback_url(settings.host, port)
         runtime.daemon_token = token
         runtime.gateway_for = partial(gateway.access, runtime.daemon_url)
+        readiness = Readiness("recovering")
         try:
             async with anyio.create_task_group() as tasks:
                 runtime.bind(tasks)
-                await _take_up(runtime, fleet, tasks, webhook)
                 guard = Guard(token, allowed_hosts(settings, port))
                 gate = edge.Gate(edge.connection_cap(file_limit))
-                runner = web.AppRunner(
-                    make_app(runtime, guard, edge=[gate.middleware], gateway=gateway),
-                    shutdown_timeout=SHUTDOWN_SECONDS,
+                app = make_app(
+                    runtime, guard, edge=[gate.middleware], gateway=gateway, readiness=readiness
                 )
-                await runner.setup()
-                gate.server = runner.server
-                tasks.start_soon(edge.accept_forever, listener, gate, name="accept")
+                runner = await _serve(app, gate, listener, tasks)
                 statedir.write_private(
                     settings.home / DAEMON_FILE, json.dumps({"url": url, "pid": os.getpid()})
                 )
+                await _take_up(runtime, fleet, tasks, webhook)
+                readiness.become("ready")
                 log.info(
                     "daemon_ready",
                     url=url,
@@ -301,6 +301,7 @@ async def _running(
                 try:
                     yield Daemon(runtime, url, token)
                 finally:
+                    readiness.become("stopping")
                     notify_systemd(settings, "STOPPING=1")
                     tasks.cancel_scope.cancel()
         finally:
@@ -310,6 +311,17 @@ async def _running(
             listener.close()
             await event_log.close()
             log.info("daemon_stopped")
+
+
+async def _serve(
+    app: web.Application, gate: edge.Gate, listener: socket.socket, tasks: TaskGroup
+) -> web.AppRunner:
+    """Serve ``app`` on ``listener`` through ``gate``, accepting in ``tasks``."""
+    runner = web.AppRunner(app, shutdown_timeout=SHUTDOWN_SECONDS)
+    await runner.setup()
+    gate.server = runner.server
+    tasks.start_soon(edge.accept_forever, listener, gate, name="accept")
+    return runner
 
 
 async def _let_go(runtime: Runtime, fleet: Fleet | None) -> None:

@@ -77,6 +77,11 @@ class Requests:
         return Request("GET", "/health", None, api.Health.model_validate)
 
     @staticmethod
+    def ready() -> Request[api.Ready]:
+        """503 ``not-ready`` (a ``DaemonError``) while the daemon recovers its threads."""
+        return Request("GET", "/ready", None, api.Ready.model_validate)
+
+    @staticmethod
     def threads() -> Request[list[api.AnyThread]]:
         return Request(
             "GET", "/threads", None, lambda data: api.ThreadList.model_validate(data).threads
@@ -295,6 +300,9 @@ class DaemonClient:
     def health(self) -> api.Health:
         return self.send_request(Requests.health())
 
+    def ready(self) -> api.Ready:
+        return self.send_request(Requests.ready())
+
     def threads(self) -> list[api.AnyThread]:
         """This daemon's threads; in a fleet, the others' after them (``ThreadElsewhere``)."""
         return self.send_request(Requests.threads())
@@ -466,6 +474,9 @@ class AsyncDaemonClient:
 
     async def health(self) -> api.Health:
         return await self.send_request(Requests.health())
+
+    async def ready(self) -> api.Ready:
+        return await self.send_request(Requests.ready())
 
     async def threads(self) -> list[api.AnyThread]:
         """This daemon's threads; in a fleet, the others' after them (``ThreadElsewhere``)."""

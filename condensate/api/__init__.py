@@ -2,12 +2,12 @@
 builds answers through these models, the document is made from them, and the client
 (``condensate.client``) reads answers back into them.
 
-``bodies``: what a request sends. ``answer``: the base of every answer, ``Error`` and
-``Health``. ``threads``, ``log``, ``compaction``, ``approvals``: what the daemon answers.
+``bodies``: what a request sends. ``answer``: the base of every answer, ``Error``, ``Health``
+and ``Ready``. ``threads``, ``log``, ``compaction``, ``approvals``: what the daemon answers.
 ``document``: the OpenAPI 3.1 document.
 """
 
-from condensate.api.answer import Answer, Error, Health, Moment
+from condensate.api.answer import Answer, Error, Health, Moment, Ready
 from condensate.api.approvals import Approval, ApprovalAnswered, Approvals
 from condensate.api.bodies import (
     INT64_MAX,
@@ -66,6 +66,7 @@ from condensate.api.threads import (
     Thread,
     ThreadElsewhere,
     ThreadList,
+    ThreadStatus,
     Tokens,
     ToolAnswer,
     Usage,
@@ -113,6 +114,7 @@ __all__ = [
     "PinMessage",
     "Pinned",
     "Preview",
+    "Ready",
     "Refetched",
     "Reply",
     "Requested",
@@ -128,6 +130,7 @@ __all__ = [
     "ThreadElsewhere",
     "ThreadList",
     "ThreadOrElsewhere",
+    "ThreadStatus",
     "TierCost",
     "Tokens",
     "ToolAnswer",

@@ -1,4 +1,5 @@
-"""What every answer of the API is built from, and the two answers any route may give.
+"""What every answer of the API is built from, the error any route may give, and the probes'
+answers (``/health``, ``/ready``).
 
 An ``Answer`` is a closed pydantic model: the server builds each answer through one (so the
 OpenAPI document, made from the same models, cannot drift from what is sent), and the client
@@ -48,4 +49,11 @@ class Error(Answer):
 
 class Health(Answer):
     ok: Literal[True]
+    version: str
+
+
+class Ready(Answer):
+    """The daemon serves its threads: the log is open and every thread in it recovered."""
+
+    ready: Literal[True]
     version: str

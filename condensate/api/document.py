@@ -20,7 +20,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json
 from pydantic_core import core_schema
 
 from condensate import __version__
-from condensate.api.answer import Error, Health
+from condensate.api.answer import Error, Health, Ready
 from condensate.api.approvals import ApprovalAnswered, Approvals
 from condensate.api.bodies import (
     ApprovalAnswer,
@@ -64,8 +64,8 @@ class OpenAPIDocument(BaseModel):
 
 
 GUARDED = (401, 421, 500)
-"""Every route but /health needs the token (401) and the daemon's own Host (421); any route
-may fail inside the daemon (500 internal-error)."""
+"""Every route but /health and /ready needs the token (401) and the daemon's own Host (421);
+any route may fail inside the daemon (500 internal-error)."""
 EVENTS = "text/event-stream"
 SECONDS = "end the stream after this many seconds (default: when the client goes)"
 WITH_BODY = (400, 408, 413, 415, 422)
@@ -122,6 +122,16 @@ OPERATIONS: tuple[Operation, ...] = (
         "getHealth",
         "Liveness; needs no token",
         {200: _ok("the daemon is up", Health)},
+        public=True,
+    ),
+    Operation(
+        "GET",
+        "/ready",
+        "getReady",
+        "Readiness; needs no token. 503 not-ready (with Retry-After) while the daemon recovers "
+        "its threads from the log after a start, and once it is stopping",
+        {200: _ok("the daemon serves its threads", Ready)},
+        errors=(503,),
         public=True,
     ),
     Operation(

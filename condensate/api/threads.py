@@ -71,6 +71,10 @@ class ResetState(ResetPolicy):
     resets: int
 
 
+ThreadStatus = Literal["running", "waiting-for-approval", "idle"]
+"""A thread this daemon runs: running a turn, that turn waiting on an operator's answer to a
+tool call (``GET /threads/:id/approvals``), or idle between turns."""
+
 TITLE_CHARS = 80
 
 
@@ -91,7 +95,7 @@ class Thread(Answer):
     cwd: str
     head: bool
     parent: str | None
-    status: Literal["running", "idle"]
+    status: ThreadStatus
     owner: str | None
     """In a fleet, this daemon; null on SQLite."""
     events: int

@@ -35,7 +35,7 @@ def cmd_threads(settings: Settings, args: argparse.Namespace) -> int:
         sys.stdout.writelines(f"{t['id']}\n" for t in data["threads"])
         return 0
     style = Style.of(sys.stdout)
-    colour = {"running": "green", "idle": "dim"}
+    colour = {"running": "green", "waiting-for-approval": "yellow", "idle": "dim"}
     rows = [
         [
             t["id"],

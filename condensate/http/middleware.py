@@ -3,7 +3,8 @@
 Handlers only raise: a ``Refused`` (its ``code`` and sentence; the status is this table's, so
 nothing beneath the edge knows HTTP), a validation error, aiohttp's own, or a bug; one
 middleware turns each into ``{"error": code, "detail": sentence}``. Another checks the Host
-and the bearer token; another, outside both, times each API request by its declared route.
+and the bearer token; another, outside both, times each API request by its declared route;
+the innermost holds a request until the daemon is ready (its threads recovered).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import hmac
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Literal
 
+import anyio
 import structlog
 from aiohttp import web
 from pydantic import ValidationError
@@ -68,6 +71,7 @@ STATUS: dict[str, int] = {
     "thread-only": 403,
     # Not now, try again
     "too-many-streams": 503,
+    "not-ready": 503,
 }
 """The status of each refusal's code; a code not listed (an engine's own) is a 400."""
 
@@ -157,8 +161,63 @@ async def timing_middleware(request: web.Request, handler: Handler) -> web.Strea
     return response
 
 
-PUBLIC = frozenset({"/health", *ui.PATHS})
-"""What needs no token: liveness, and the status page (its data comes from the API)."""
+PUBLIC = frozenset({"/health", "/ready", *ui.PATHS})
+"""What needs no token: liveness, readiness, and the status page (its data comes from the
+API)."""
+
+
+READY_RETRY_SECONDS = 1
+"""The ``Retry-After`` of a ``/ready`` that says not yet."""
+
+
+class Readiness:
+    """Whether the daemon serves its threads. ``recovering`` from when it starts serving
+    until every thread in its log is back (until then a thread could look unknown);
+    ``ready`` after; ``stopping`` once it stops. ``/health`` says only that the process
+    answers."""
+
+    def __init__(self, state: Literal["recovering", "ready", "stopping"] = "ready") -> None:
+        self.state = state
+        self._changed: anyio.Event | None = None
+
+    def become(self, state: Literal["ready", "stopping"]) -> None:
+        self.state = state
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def recovered(self) -> None:
+        """Return once the daemon is no longer recovering."""
+        while self.state == "recovering":
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()
+
+    @property
+    def reason(self) -> str:
+        """Why the daemon is not ready, as ``/ready`` says it."""
+        if self.state == "recovering":
+            return (
+                "The daemon is recovering its threads from the event log; it serves them once "
+                "that is done."
+            )
+        return "The daemon is stopping."
+
+
+READINESS: web.AppKey[Readiness] = web.AppKey("readiness", Readiness)
+UNHELD = frozenset({"/health", "/ready", "/metrics"})
+"""What answers while the daemon recovers: the probes, and the metrics (a scrape that waited
+would read as the daemon down)."""
+
+
+@web.middleware
+async def readiness_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Hold a request (the gateway's too) until the threads are recovered, as the listening
+    socket's backlog held it before the daemon served anything: no call finds a thread not
+    yet recovered, and a resumed turn's model request waits rather than fails."""
+    if request.path not in UNHELD:
+        await request.app[READINESS].recovered()
+    return await handler(request)
 
 
 @web.middleware

@@ -1,7 +1,8 @@
 """The daemon's HTTP API on aiohttp: parse, call the runtime, serialize.
 
-Every call but ``/health`` and the status page's files (``/metrics`` included) needs the
-bearer token from the state directory; a request whose
+Every call but ``/health``, ``/ready`` and the status page's files (``/metrics`` included)
+needs the bearer token from the state directory; until the daemon is ready (its threads
+recovered) every call but those probes and ``/metrics`` waits; a request whose
 Host is not the bound address (or a configured name) is refused; bodies are capped, must be
 ``application/json`` in UTF-8 with integers within 64 bits, and a message (or a brief) that
 alone passes the thread's line is refused. Every error is ``{"error": code, "detail":
@@ -49,16 +50,21 @@ from condensate.http.middleware import (
     BY_THREAD,
     GUARD,
     MAX_BODY,
+    READINESS,
+    READY_RETRY_SECONDS,
     RUNTIME,
     Guard,
     Handler,
+    Readiness,
     answer,
     error,
     errors_middleware,
     guard_middleware,
+    readiness_middleware,
+    status_of,
     timing_middleware,
 )
-from condensate.providers import parse_model
+from condensate.providers import billed_model, parse_model
 from condensate.runtime import Runtime, approvals, asks, tool_answers
 from condensate.runtime.archiving import archive_held
 from condensate.runtime.metrics import TEXT_FORMAT
@@ -191,24 +197,28 @@ def _tokens(bill: Bill) -> api.Tokens:
 
 def costs_answer(view: Projection) -> api.Costs:
     """What the provider billed for the thread, by token class, with the cost at list price
-    (``usd`` is None while any call's model has no price), per session and model."""
+    (``usd`` is None while any call's model has no price), per session and model, each model
+    named as the metrics name it (``billed_model``)."""
     total = Bill()
-    sessions = []
-    unpriced: set[str] = set()
+    by_session: dict[tuple[str, str], Bill] = {}
     for key, bill in sorted(view.billed.items()):
-        session, _, model = key.partition("|")
+        session, _, called = key.partition("|")
         total.merge(bill)
-        if bill.unpriced:
-            unpriced.add(model)
-        sessions.append(
-            api.SessionCosts(
-                session=session,
-                model=model,
-                calls=bill.calls,
-                tokens=_tokens(bill),
-                usd=None if bill.unpriced else bill.usd,
-            )
+        # Two ids of one model (a call the provider named by its snapshot, one it did not
+        # name) are one model here.
+        shown = (session, billed_model(called, view.model))
+        by_session.setdefault(shown, Bill()).merge(bill)
+    sessions = [
+        api.SessionCosts(
+            session=session,
+            model=model,
+            calls=bill.calls,
+            tokens=_tokens(bill),
+            usd=None if bill.unpriced else bill.usd,
         )
+        for (session, model), bill in sorted(by_session.items())
+    ]
+    unpriced = {model for (_, model), bill in by_session.items() if bill.unpriced}
     return api.Costs(
         calls=total.calls,
         tokens=_tokens(total),
@@ -256,6 +266,17 @@ def thread_answer(runtime: Runtime, thread: Thread) -> api.Thread:
 
 async def health(request: web.Request) -> web.Response:
     return answer(api.Health(ok=True, version=__version__))
+
+
+async def ready(request: web.Request) -> web.Response:
+    """200 once the daemon serves its threads; 503 ``not-ready``, saying why, before (while
+    it recovers them) and after (while it stops)."""
+    readiness = request.app[READINESS]
+    if readiness.state == "ready":
+        return answer(api.Ready(ready=True, version=__version__))
+    refused = error(status_of("not-ready"), "not-ready", readiness.reason)
+    refused.headers["Retry-After"] = str(READY_RETRY_SECONDS)
+    return refused
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -587,6 +608,7 @@ async def post_archive(request: web.Request) -> web.Response:
 
 ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/health", health),
+    ("GET", "/ready", ready),
     ("GET", "/openapi.json", openapi),
     ("GET", "/metrics", metrics),
     ("POST", "/threads", create_thread),
@@ -614,15 +636,24 @@ def make_app(
     *,
     edge: Sequence[Middleware] = (),
     gateway: Gateway | None = None,
+    readiness: Readiness | None = None,
 ) -> web.Application:
     """The API, and the model gateway under ``/gateway/`` when given one; ``edge``
-    middlewares run outside every other (the connection gate)."""
+    middlewares run outside every other (the connection gate). ``readiness`` is the
+    daemon's (None: ready already, a runtime recovered before it is served)."""
     app = web.Application(
-        middlewares=[*edge, timing_middleware, errors_middleware, guard_middleware],
+        middlewares=[
+            *edge,
+            timing_middleware,
+            errors_middleware,
+            guard_middleware,
+            readiness_middleware,
+        ],
         client_max_size=MAX_BODY,
     )
     app[RUNTIME] = runtime
     app[GUARD] = guard
+    app[READINESS] = Readiness() if readiness is None else readiness
     app[live_routes.SOURCE] = live_routes.Source(runtime, _thread, thread_json)
     app[live_routes.SLOTS] = live_routes.StreamSlots()
     if gateway is not None:

@@ -65,6 +65,33 @@ def parse_model(model: str) -> ModelName:
     raise ConfigError(msg)
 
 
+def billed_model(called: str, thread_model: str) -> str:
+    """The model a thread's call is shown under, in the thread's costs, the metrics' ``model``
+    label and the usage stream alike. ``called`` is what the call's ``model.usage`` holds: the
+    provider's id for the model it ran (a dated snapshot, ``claude-sonnet-4-5-20250929``), a
+    model named in full (the curator's, ``anthropic:claude-haiku-4-5``), or nothing (the
+    thread's own). The thread's own model is named as the thread names it (``model`` in
+    ``GET /threads``), whatever snapshot ran it; another model is ``provider:name``."""
+    if not called:
+        return thread_model
+    prefix, sep, _ = called.partition(":")
+    if sep and prefix in PROVIDERS:
+        return called
+    try:
+        thread = parse_model(thread_model)
+    except ConfigError:
+        return called  # a log from before the model was checked: as it was called
+    if called == thread.name or _snapshot_of(called, thread.name):
+        return thread_model
+    return f"{thread.provider}:{called}"
+
+
+def _snapshot_of(called: str, name: str) -> bool:
+    """``called`` is ``name`` pinned to a date, as providers answer for an alias:
+    ``claude-sonnet-4-5-20250929``, ``gpt-5-2025-08-07``."""
+    return re.fullmatch(re.escape(name) + r"-\d{4}-?\d{2}-?\d{2}", called) is not None
+
+
 @dataclass(frozen=True)
 class Endpoint:
     base_url: str

@@ -69,7 +69,7 @@ from condensate.events import (
     Window,
     now_utc,
 )
-from condensate.providers import ModelClient, parse_model
+from condensate.providers import ModelClient, billed_model, parse_model
 from condensate.runtime import admission, approvals, asks, attached
 from condensate.runtime.admission import Admission
 from condensate.runtime.curator import Curator
@@ -194,6 +194,7 @@ class Runtime:
                     thread.released = True
                     raise
         thread.notify()
+        self._publish_status(thread)
         if self.usage_sink is not None:
             for item in stored:
                 if isinstance(item.event, ModelUsage) and not item.event.side:
@@ -211,7 +212,7 @@ class Runtime:
             "seq": counted.seq,
             "at": call.at.isoformat(),
             "engine": thread.spec.engine,
-            "model": call.model or thread.spec.model,
+            "model": billed_model(call.model, thread.spec.model),
             "call": {
                 "input": call.input,
                 "cacheRead": call.cache_read,
@@ -568,8 +569,16 @@ class Runtime:
         thread.running = True
         thread.interrupted = None
         thread.turn_done = anyio.Event()
-        self.live.status(thread.thread_id, running=True)
+        self._publish_status(thread)
         self.spawn_task(self._turn, thread, cause, name=f"turn {thread.thread_id}")
+
+    def _publish_status(self, thread: Thread) -> None:
+        """Tell the live channel the thread's status when it changed: a turn started or
+        ended, or an approval was asked or answered (both are appends)."""
+        status = thread.status
+        if status != thread.published_status:
+            thread.published_status = status
+            self.live.status(thread.thread_id, status)
 
     async def interrupt(self, thread: Thread) -> bool:
         """End the running turn now (the operator asked); False when the thread is idle.
@@ -639,7 +648,7 @@ class Runtime:
             finally:
                 thread.running = False
                 thread.turn_done.set()
-                self.live.status(thread.thread_id, running=False)
+                self._publish_status(thread)
         # A stopped or failed turn would stop again on the same input: wait for a new one.
         if outcome.outcome == "completed" and unanswered_input(thread.projection):
             self.start_turn(thread, "queued")

@@ -26,7 +26,8 @@ QUEUE_ITEMS = 1_024
 """Items a subscriber may fall behind by before it is dropped as lagged."""
 
 STATUS = "thread.status"
-"""An ephemeral item: a thread's turn started or ended (``{"status": "running"|"idle"}``)."""
+"""An ephemeral item: a thread's status changed (``{"status": "running"|"waiting-for-approval"
+|"idle"}``): its turn started or ended, or the turn began or stopped waiting on an approval."""
 DELTA = "message.delta"
 """An ephemeral item: a chunk of a reply as the model writes it (``{"text": ...}``); the
 whole message is logged once it is done."""
@@ -141,8 +142,8 @@ class Hub:
         ``data`` costs something to build."""
         self.publish(Item(thread, kind, data))
 
-    def status(self, thread: str, running: bool) -> None:
-        self.ephemeral(thread, STATUS, {"status": "running" if running else "idle"})
+    def status(self, thread: str, status: str) -> None:
+        self.ephemeral(thread, STATUS, {"status": status})
 
     def gone(self, thread: str) -> None:
         self.ephemeral(thread, GONE, {"id": thread})

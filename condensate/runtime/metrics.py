@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import get_args
 
 from prometheus_client import (
     CollectorRegistry,
@@ -31,7 +32,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
-from condensate.core.tokens import bare_model
+from condensate.api.threads import ThreadStatus
 from condensate.errors import ProviderError
 from condensate.events import (
     AskAnswered,
@@ -42,6 +43,7 @@ from condensate.events import (
     TurnEnded,
     Window,
 )
+from condensate.providers import billed_model
 
 # No ``_created`` series beside each counter and histogram: the text format shows each as a
 # gauge of its own, doubling the page for a time Prometheus does not read from it.
@@ -49,7 +51,7 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 """The content type of the Prometheus text exposition format."""
-STATUSES = ("running", "idle")
+STATUSES: tuple[str, ...] = get_args(ThreadStatus)
 """A thread's status, as ``GET /threads`` says it: every one is exposed, at 0 when none."""
 MODEL_CALL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 """Seconds: a short reply from a local server up to a long generation."""
@@ -164,7 +166,7 @@ class Metrics:
         """One event the runtime appended to a thread of ``engine`` on ``model``."""
         match event:
             case ModelUsage():
-                called = event.model or bare_model(model)
+                called = billed_model(event.model, model)
                 self.model_calls.labels(engine, called).inc()
                 tokens = self.model_tokens
                 tokens.labels(engine, called, "input").inc(max(event.input, 0))

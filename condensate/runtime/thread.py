@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from condensate.api.threads import ThreadStatus
 from condensate.core.meter import ContextUsage, ModelWindow
 from condensate.core.projector import Projection
 from condensate.core.window_step import Host
@@ -64,12 +65,19 @@ class Thread:
     with that request's count when it succeeds."""
     released: bool = False
     """Another daemon of the fleet holds the thread now: nothing more is written for it here."""
+    published_status: ThreadStatus = "idle"
+    """The status the live channel last said (it says each change once)."""
 
     @property
-    def status(self) -> str:
-        """What ``GET /threads`` and the metrics say of it: ``running`` during a turn, else
-        ``idle``."""
-        return "running" if self.running else "idle"
+    def status(self) -> ThreadStatus:
+        """What ``GET /threads``, the live channel and the metrics say of it: ``running``
+        during a turn, ``waiting-for-approval`` while that turn waits on an operator's answer
+        to a tool call, else ``idle``."""
+        if not self.running:
+            return "idle"
+        # Only a running turn's engine waits on a request: a turn's end and a restart deny
+        # whatever was still pending.
+        return "waiting-for-approval" if self.projection.approvals else "running"
 
     def notify(self) -> None:
         self.changed.set()

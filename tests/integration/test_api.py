@@ -173,7 +173,7 @@ def _concrete(path: str) -> str:
     return path.replace("{thread_id}", "t-000000000000")
 
 
-GUARDED = [(m, p) for m, p, _ in ROUTES if p != "/health"]
+GUARDED = [(m, p) for m, p, _ in ROUTES if p not in ("/health", "/ready")]
 
 
 @pytest.mark.parametrize(("method", "path"), GUARDED)
@@ -185,7 +185,8 @@ async def test_calls_without_the_token_are_unauthorized(
     path: str,
     authorization: str | None,
 ) -> None:
-    """Every route but /health answers 401 unauthorized without the right bearer token."""
+    """Every route but the probes (/health, /ready) answers 401 unauthorized without the
+    right bearer token."""
     headers = {} if authorization is None else {"Authorization": authorization}
     async with session.request(
         method, daemon.url + _concrete(path), json={}, headers=headers

@@ -1,5 +1,6 @@
 """Approvals over HTTP and the command line, on a real daemon: a native thread with
-``permissions: "ask"`` shows its waiting shell call at ``GET /threads/:id/approvals``; it is
+``permissions: "ask"`` shows its waiting shell call at ``GET /threads/:id/approvals``, and its
+status says it waits (``GET /threads``, ``condensate threads``, ``condensate status``); it is
 answered by ``POST`` or by ``condensate approve``; an id that is not pending is 404; and
 ``condensate stop`` ends a running turn."""
 
@@ -96,6 +97,59 @@ async def test_a_call_denied_from_the_command_line_does_not_run(
     (result,) = [e for e in events if e["kind"] == "tool.result"]
     assert result["is_error"]
     assert "keep the build" in result["output"]
+
+
+async def status_of(session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str) -> str:
+    """The thread's status as ``GET /threads/:id`` and ``GET /threads`` both say it."""
+    status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
+    assert status == 200, shown
+    status, listed = await call(session, daemon, "GET", "/threads")
+    assert status == 200, listed
+    (in_list,) = [t["status"] for t in listed["threads"] if t["id"] == thread]
+    assert in_list == shown["status"]
+    return str(shown["status"])
+
+
+async def test_a_thread_waiting_on_an_approval_says_so_until_it_is_answered(
+    session: aiohttp.ClientSession, fake: FakeModelServer, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """While its shell call waits on the operator the thread's status is
+    waiting-for-approval; once allowed, the turn goes on and the status is running again."""
+    fake.queue(
+        ToolCalls([Call("shell", {"command": "true"})]),
+        Slow(Text("done at last"), chunk_delay=0.25, chunks=20),
+    )
+    thread = await asking(session, daemon, tmp_path, "run true")
+    (shown,) = await pending(session, daemon, thread)
+    assert await status_of(session, daemon, thread) == "waiting-for-approval"
+    status, body = await call(
+        session,
+        daemon,
+        "POST",
+        f"/threads/{thread}/approvals",
+        {"id": shown["id"], "decision": "allow"},
+    )
+    assert status == 200, body
+    assert await status_of(session, daemon, thread) == "running"
+    await wait_for(session, daemon, thread, ended)
+
+
+async def test_the_command_line_shows_a_thread_waiting_on_an_approval(
+    session: aiohttp.ClientSession, fake: FakeModelServer, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """`condensate threads` and `condensate status` show waiting-for-approval on the row of
+    a thread whose tool call waits on the operator."""
+    fake.queue(ToolCalls([Call("shell", {"command": "true"})]), Text("ok"))
+    thread = await asking(session, daemon, tmp_path, "run true, once allowed")
+    (shown,) = await pending(session, daemon, thread)
+    for command in ("threads", "status"):
+        code, out, err = await condensate(daemon.home, command)
+        assert code == 0, err
+        (row,) = [line for line in out.splitlines() if line.startswith(thread)]
+        assert "waiting-for-approval" in row, (command, out)
+    code, _, err = await condensate(daemon.home, "approve", thread, shown["id"], "--deny")
+    assert code == 0, err
+    await wait_for(session, daemon, thread, ended)
 
 
 async def test_answering_an_approval_that_is_not_pending_is_404(

@@ -75,7 +75,7 @@ async def test_the_threads_costs_show_one_hour_writes_and_compaction(tmp_path):
         costs = costs_answer(thread.projection).dump()
     assert costs["tokens"]["cacheWrite1h"] == 200
     assert costs["tokens"]["compactionInput"] == 7
-    (opus,) = [s for s in costs["sessions"] if s["model"] == OPUS]
+    (opus,) = [s for s in costs["sessions"] if s["model"] == f"anthropic:{OPUS}"]
     assert opus["tokens"]["cacheWrite1h"] == 200
 
 

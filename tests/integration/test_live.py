@@ -30,7 +30,7 @@ from condensate.http.middleware import Guard
 from condensate.http.server import make_app
 from condensate.runtime import Runtime
 from condensate.runtime.live import Hub
-from condensate.testing.fake_model import FakeModelServer, Slow, Text
+from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
 from tests.integration.daemon import DaemonProcess, call, wait_for
 from tests.integration.harness import runtime_on
 from tests.integration.test_metrics import scrape, value
@@ -159,6 +159,43 @@ async def test_a_thread_stream_sends_the_log_after_after_then_live_events(
     answer = next(m for m in live if m.kind == "message.assistant")
     assert answer.data["text"] == "Second answer."
     assert any(m.kind == "thread.status" and m.data == {"status": "running"} for m in live)
+
+
+async def test_a_thread_stream_says_when_its_turn_waits_on_an_approval(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """Under ``permissions: "ask"``, ``thread.status`` says waiting-for-approval after the
+    request is logged, and running after the operator's answer, before the turn ends."""
+    fake.queue(Text("Ready."))
+    body = {"model": MODEL, "cwd": str(tmp_path), "brief": "Stand by.", "permissions": "ask"}
+    status, created = await call(session, daemon, "POST", "/threads", body)
+    assert status == 201, created
+    thread = created["id"]
+    last = await wait_for(session, daemon, thread, lambda e: e["kind"] == "turn.ended")
+    url = f"{daemon.url}/threads/{thread}/live?after={last[-1]['seq']}"
+    async with session.get(url, headers=daemon.headers) as response:
+        reader = Reader(response)
+        fake.queue(ToolCalls([Call("shell", {"command": "true"})]), Text("Ran it."))
+        status, sent = await call(
+            session, daemon, "POST", f"/threads/{thread}/messages", {"text": "Run true."}
+        )
+        assert status == 202, sent
+        seen = await reader.until(lambda m: m.kind == "approval.requested")
+        seen += await reader.until(lambda m: m.kind == "thread.status")
+        assert seen[-1].data == {"status": "waiting-for-approval"}
+        approval = next(m for m in seen if m.kind == "approval.requested").data["approval_id"]
+        status, answered = await call(
+            session,
+            daemon,
+            "POST",
+            f"/threads/{thread}/approvals",
+            {"id": approval, "decision": "allow"},
+        )
+        assert status == 200, answered
+        seen += await reader.until(lambda m: m.kind == "turn.ended")
+    answer = next(i for i, m in enumerate(seen) if m.kind == "approval.answered")
+    statuses = [m.data["status"] for m in seen[answer:] if m.kind == "thread.status"]
+    assert statuses[:1] == ["running"]
 
 
 async def test_last_event_id_resumes_after_it(

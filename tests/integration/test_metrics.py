@@ -23,8 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from condensate.core.messages import Message, Request
 from condensate.core.planner import Ask
-from condensate.events import now_utc
-from condensate.http.server import ROUTES
+from condensate.events import ModelUsage, now_utc
+from condensate.http.server import ROUTES, costs_answer
 from condensate.providers import Endpoint, ProviderSettings, make_client
 from condensate.providers._http import RetryPolicy
 from condensate.runtime import asks
@@ -141,6 +141,23 @@ async def test_model_calls_tokens_and_cost_agree_with_the_threads_costs(
     assert cost == pytest.approx(costs["usd"], abs=1e-6)
     timed = "condensate_model_call_duration_seconds_count"
     assert value(after, timed, NATIVE) - value(before, timed, NATIVE) == 2
+
+
+async def test_the_page_and_the_metrics_spell_a_threads_model_one_way(
+    session: aiohttp.ClientSession, daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+) -> None:
+    """What the status page shows of a thread (``GET /threads/:id``: its model, and its
+    costs' model) and the metrics' model label for its calls are one name: the thread's
+    model as it was created, ``provider:name``."""
+    model = "claude-sonnet-4-5-spelt"
+    fake.queue(Text("done"), model=model)
+    thread, _ = await a_thread(session, daemon, tmp_path, model, "Say done.")
+    shown = await idle(session, daemon, thread)
+    scraped = await scrape(session, daemon)
+    (billed,) = shown["costs"]["sessions"]
+    assert billed["model"] == shown["model"] == f"anthropic:{model}"
+    labels = {"engine": "api", "model": shown["model"]}
+    assert value(scraped, "condensate_model_calls_total", labels) == 1
 
 
 async def test_a_window_is_counted_under_its_kind_and_author(
@@ -315,6 +332,27 @@ async def test_an_ask_and_its_answer_are_counted(tmp_path: Path) -> None:
     assert value(counted, "condensate_asks_opened_total") == 1
     answered = {"mode": "decline", "by": "operator"}
     assert value(counted, "condensate_asks_answered_total", answered) == 1
+
+
+async def test_a_call_the_provider_names_by_its_snapshot_is_shown_under_the_threads_model(
+    tmp_path: Path,
+) -> None:
+    """A call the provider answered as a dated snapshot of the thread's model
+    (``claude-sonnet-4-5-20250929`` for ``anthropic:claude-sonnet-4-5``) is counted, in the
+    thread's costs and in the metrics alike, under the thread's model; a call on another
+    model under ``provider:name``."""
+    async with running(tmp_path) as runtime:
+        thread = await idle_thread(runtime, tmp_path)
+        for called in ("claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001"):
+            usage = ModelUsage(at=now_utc(), model=called, input=100, output=10)
+            await runtime.record_usage(thread.thread_id, usage)
+        costs = costs_answer(thread.projection)
+        counted = parsed(runtime.metrics.exposition().decode())
+    mine, other = thread.spec.model, "anthropic:claude-haiku-4-5-20251001"
+    assert {s.model: s.calls for s in costs.sessions} == {mine: 2, other: 1}
+    for model, calls in ((mine, 2), (other, 1)):
+        labels = {"engine": "api", "model": model}
+        assert value(counted, "condensate_model_calls_total", labels) == calls
 
 
 async def test_each_failed_attempt_a_retry_absorbed_is_counted(

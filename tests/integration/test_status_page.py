@@ -209,9 +209,10 @@ async def test_an_approval_answered_from_the_page_reaches_the_thread(
     browser: Browser,
     tmp_path: Path,
 ) -> None:
-    """A native thread under ``permissions: "ask"`` waits on a shell call; the page shows it
-    with its command, its Allow button answers it, and the call runs: the log records the
-    operator's allow and the command's effect is there."""
+    """A native thread under ``permissions: "ask"`` waits on a shell call; the page lists it
+    as waiting-for-approval and shows the call with its command, its Allow button answers
+    it, and the call runs: the log records the operator's allow and the command's effect is
+    there, and the thread no longer waits."""
     model = APPROVING_MODEL.partition(":")[2]
     made = f"made-{uuid.uuid4().hex[:6]}.txt"
     fake.queue(ToolCalls([Call("shell", {"command": f"touch {made}"})]), Text("Made."), model=model)
@@ -221,6 +222,8 @@ async def test_an_approval_answered_from_the_page_reaches_the_thread(
     await wait_for(session, daemon, thread["id"], lambda e: e["kind"] == "approval.requested")
     page, console = await opened(browser, daemon)
 
+    row = page.locator(f'tr[data-thread="{thread["id"]}"]')
+    await expect(row).to_contain_text("waiting-for-approval")
     await page.get_by_role("button", name=thread["id"], exact=True).click()
     pending = page.locator("#approvals")
     await expect(pending).to_contain_text(f"shell: touch {made}")
@@ -230,6 +233,7 @@ async def test_an_approval_answered_from_the_page_reaches_the_thread(
     assert answers == [("allow", "operator")]
     assert (tmp_path / made).exists()
     await expect(pending).to_have_text("None.")
+    await expect(row).not_to_contain_text("waiting-for-approval")
     assert console.errors == []
 
 

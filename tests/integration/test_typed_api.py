@@ -169,6 +169,7 @@ async def every_operation(
         model=model,
     )
     await call("getHealth", "GET", "/health")
+    await call("getReady", "GET", "/ready")
     await call("getOpenApi", "GET", "/openapi.json")
     await call("getMetrics", "GET", "/metrics")
     body = {"model": f"anthropic:{model}", "cwd": str(work), "brief": "Read note.txt."}

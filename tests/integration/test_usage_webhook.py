@@ -79,7 +79,8 @@ async def test_each_model_call_is_reported_in_order(
     fake: FakeModelServer, tmp_path: Path, receiver: Receiver
 ) -> None:
     """Two calls, two reports, in seq order, each with the call's count (as logged) and the
-    thread's usage against its line, ceiling and window."""
+    thread's usage against its line, ceiling and window; the model named as the thread names
+    it (and the metrics do)."""
     thread, events = await a_turn(fake, tmp_path, receiver.url, "claude-hook-1")
     counts = [e for e in events if e["kind"] == "model.usage"]
     with anyio.fail_after(10):
@@ -89,7 +90,7 @@ async def test_each_model_call_is_reported_in_order(
     for report, count in zip(receiver.reports, counts, strict=True):
         assert report["call"]["input"] == count["input"]
         assert report["call"]["cacheWrite"] == count["cache_write"]
-        assert report["model"] == count["model"]
+        assert report["model"] == "anthropic:claude-hook-1"
         usage = report["usage"]
         assert 0 < usage["used"] <= usage["line"] < usage["ceiling"] <= usage["window"]
     assert {r["thread"] for r in receiver.reports} == {thread}

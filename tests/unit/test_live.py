@@ -34,7 +34,7 @@ async def test_items_reach_their_threads_and_every_thread_subscribers() -> None:
     hub = Hub()
     with hub.subscribe("t-a") as mine, hub.subscribe("t-b") as other, hub.subscribe() as every:
         hub.publish_logged([stored("t-a", 1), stored("t-a", 2)])
-        hub.status("t-b", running=True)
+        hub.status("t-b", "running")
         assert [i.seq for i in await drained(mine)] == [1, 2]
         assert [(i.kind, i.data) for i in await drained(other)] == [(STATUS, {"status": "running"})]
         assert [(i.thread, i.seq) for i in await drained(every)] == [

@@ -21,7 +21,7 @@ from condensate.errors import (
     ProviderUnavailable,
     RateLimited,
 )
-from condensate.providers import ModelName, parse_model
+from condensate.providers import ModelName, billed_model, parse_model
 from condensate.providers._http import RetryPolicy, Timeouts, classify, may_retry, retry_after
 from condensate.providers._parse import QUOTED, Arguments, arguments, event_data
 from condensate.providers.sse import ServerEvent, SSEParser
@@ -221,6 +221,29 @@ def test_bad_model_names_say_what_to_write(model):
     """An unknown provider or a bare unknown model is a clear configuration error."""
     with pytest.raises(ConfigError, match=r"provider|model"):
         parse_model(model)
+
+
+SONNET = "anthropic:claude-sonnet-4-5"
+
+
+@pytest.mark.parametrize(
+    ("called", "thread", "shown"),
+    [
+        ("", "anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("claude-sonnet-4-5", "anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("claude-sonnet-4-5-20250929", SONNET, SONNET),
+        ("gpt-5-2025-08-07", "openai:gpt-5", "openai:gpt-5"),
+        ("claude-sonnet-4-5", "claude-sonnet-4-5", "claude-sonnet-4-5"),
+        ("qwen3-coder:30b", "chat:qwen3-coder:30b", "chat:qwen3-coder:30b"),
+        ("claude-haiku-4-5", "anthropic:claude-sonnet-4-5", "anthropic:claude-haiku-4-5"),
+        ("gpt-5-mini", "openai:gpt-5", "openai:gpt-5-mini"),
+        ("anthropic:claude-haiku-4-5", "openai:gpt-5", "anthropic:claude-haiku-4-5"),
+    ],
+)
+def test_a_call_is_billed_under_one_spelling_of_its_model(called, thread, shown):
+    """A call on the thread's model (unnamed, named bare, or as a dated snapshot) is shown
+    as the thread names its model; a call on another model as provider:name."""
+    assert billed_model(called, thread) == shown
 
 
 def test_window_sources_in_order():
