@@ -198,7 +198,7 @@ def permission_answer(request_id: str, verdict: Verdict, tool_input: Any) -> dic
     }
 
 
-def launch(settings: EngineSettings, base_url: str, managed: bool) -> Launch:
+def launch(settings: EngineSettings, base_url: str, managed: bool, home: Path) -> Launch:
     """A person's own ``claude`` through the gateway: its pass is in ``ANTHROPIC_BASE_URL``,
     so it keeps its own login; while Condensate manages the session its own compaction is off
     (``DISABLE_AUTO_COMPACT``: the person's ``/compact`` still works, and is logged)."""

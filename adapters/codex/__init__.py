@@ -34,7 +34,9 @@ from adapters.codex._cli import (
     STATE_DIR,
     CodexSettings,
     check_version,
+    cli_model,
     doctor,
+    launch,
     resolve_binary,
     sandbox_mode,
 )
@@ -58,6 +60,8 @@ ENGINE = EngineInfo(
     settings=CodexSettings,
     thread_dirs=STATE_DIR,
     check=doctor,
+    launch=launch,
+    cli_model=cli_model,
 )
 
 __all__ = [

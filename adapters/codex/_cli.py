@@ -9,6 +9,7 @@ import copy
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,14 @@ from pydantic import Field
 from adapters import _child, _pinned
 from condensate.config import config_path
 from condensate.core.context_tools import offered
-from condensate.engine import EngineEnv, EngineSettings, ThreadSpec, mcp, own_settings
+from condensate.engine import (
+    EngineEnv,
+    EngineSettings,
+    Launch,
+    ThreadSpec,
+    mcp,
+    own_settings,
+)
 from condensate.errors import ConfigError, Refused
 from condensate.providers import parse_model
 
@@ -332,3 +340,67 @@ def environment(codex_home: Path, env: EngineEnv) -> dict[str, str]:
 
 def command(binary: str) -> list[str]:
     return [binary, "app-server"]
+
+
+ATTACHED_CATALOG = "attached-models.json"
+LOGINS = ("CODEX_HOME", "~/.codex/auth.json")
+"""What shows a person has a Codex login of their own: the login ``codex login`` keeps (an
+API key or a ChatGPT sign-in), in their own ``CODEX_HOME`` or the default one. Codex 0.171
+sends no key from ``OPENAI_API_KEY`` for a provider that uses its login."""
+ATTACHED_KEY = "CONDENSATE_GATEWAY_PASS"
+"""Where Codex reads the session's pass from, for a person with no login of their own."""
+DEFAULT_MODEL = "gpt-6.2-sol"
+"""The model the pinned CLI (0.171.0) asks for when neither its arguments nor its config name
+one (seen through the gateway). A model the person's own ``config.toml`` names is not read:
+the thread then names the default, and its calls' usage the model they were billed on."""
+
+
+def cli_model(args: Sequence[str]) -> str:
+    """The model ``codex`` runs with these arguments: ``-m X`` / ``--model X``, else its
+    default."""
+    named = DEFAULT_MODEL
+    for i, arg in enumerate(args):
+        if arg in ("-m", "--model") and i + 1 < len(args):
+            named = args[i + 1]
+        elif arg.startswith("--model="):
+            named = arg.split("=", 1)[1]
+    return named if ":" in named else f"openai:{named}"
+
+
+def launch(settings: EngineSettings, base_url: str, managed: bool, home: Path) -> Launch:
+    """A person's own ``codex`` through the gateway: ``-c`` overrides (before their own
+    arguments) make a provider of the gateway, its pass in the base URL, with the person's
+    own login (``requires_openai_auth``); while Condensate manages the session, every bundled
+    model's window is out of reach of Codex's own compaction (it has no off switch)."""
+    own = own_settings(CodexSettings, settings)
+    binary = resolve_binary(own.codex_binary)
+    provider = f"model_providers.{PROVIDER}"
+    args = [
+        "-c", f"model_provider={_toml(PROVIDER)}",
+        "-c", f'{provider}.name="Condensate"',
+        "-c", f"{provider}.base_url={_toml(base_url)}",
+        "-c", f'{provider}.wire_api="responses"',
+        "-c", f"{provider}.requires_openai_auth=true",
+    ]  # fmt: skip
+    if managed:
+        catalog = home / STATE_DIR / ATTACHED_CATALOG
+        if not catalog.exists():
+            catalog.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            listed = bundled_catalog(binary, catalog.parent)
+            _child.write_private(catalog, json.dumps(every_model_out_of_reach(listed)))
+        args += ["-c", f"model_catalog_json={_toml(str(catalog))}"]
+    key = base_url.rsplit("/", 1)[-1]
+    keyless = (
+        "-c", f"{provider}.requires_openai_auth=false",
+        "-c", f"{provider}.env_key={_toml(ATTACHED_KEY)}",
+    )  # fmt: skip
+    return Launch(binary, tuple(args), {}, LOGINS, ATTACHED_KEY, key, keyless)
+
+
+def every_model_out_of_reach(bundled: dict[str, Any]) -> dict[str, Any]:
+    """The bundled catalog with every model's window out of Codex's compaction's reach: a
+    person may switch models (``/model``) in the session."""
+    models = copy.deepcopy(bundled["models"])
+    for entry in models:
+        entry.update(context_window=OUT_OF_REACH, max_context_window=OUT_OF_REACH)
+    return {**bundled, "models": models}

@@ -186,6 +186,8 @@ class Launch(Answer):
     key_variable: str = Field(alias="keyVariable")
     key: str
     """Given as ``keyVariable`` to a person with no login: the daemon's credential is used."""
+    keyless_args: list[str] = Field(alias="keylessArgs")
+    """Added after ``args`` for a person with no login (the CLI then reads ``keyVariable``)."""
 
 
 class Attached(Answer):

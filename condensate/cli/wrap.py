@@ -68,9 +68,11 @@ def cmd_wrap(settings: Settings, engine: str, argv: Sequence[str]) -> int:
     )
     launch = attached.launch
     env = {**os.environ, **launch.env}
+    args = list(launch.args)
     if launch.key_variable and not has_login(launch.logins, os.environ):
         env[launch.key_variable] = launch.key  # the daemon's credential is used for it
-    code = run_in_terminal([launch.binary, *launch.args, *cli_args], env)
+        args += launch.keyless_args
+    code = run_in_terminal([launch.binary, *args, *cli_args], env)
     try:
         client.call("POST", f"/threads/{thread}/detach", {"exitCode": max(-255, min(code, 255))})
     except DaemonError as exc:

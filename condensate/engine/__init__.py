@@ -256,11 +256,15 @@ class Launch:
     credential is used."""
     key_variable: str = ""
     key: str = ""
+    keyless_args: tuple[str, ...] = ()
+    """Arguments added (after ``args``) for a person with no login: the CLI then reads its
+    key from ``key_variable``."""
 
 
-Launcher = Callable[[EngineSettings, str, bool], Launch]
-"""An engine's ``Launch`` for its settings, the gateway's base URL and whether the session is
-managed (windows taken in flight) or run for costs and logging only."""
+Launcher = Callable[[EngineSettings, str, bool, Path], Launch]
+"""An engine's ``Launch`` for its settings, the gateway's base URL, whether the session is
+managed (windows taken in flight) or run for costs and logging only, and the daemon's state
+directory (where it may keep what the CLI reads, a model catalog)."""
 
 EngineFactory = Callable[[ThreadSpec, EngineEnv], EngineAdapter]
 

@@ -379,7 +379,14 @@ async def attach(request: web.Request) -> web.Response:
         attached_pid=body.pid,
     )
     thread = await runtime.create(spec)
-    launch = profile.info.launch(profile.settings, runtime.attach_url(thread), body.manage)
+    # A launcher may run the CLI once (Codex lists its models): off the event loop.
+    launch = await anyio.to_thread.run_sync(
+        profile.info.launch,
+        profile.settings,
+        runtime.attach_url(thread),
+        body.manage,
+        runtime.settings.home,
+    )
     answer_launch = api.Launch(
         binary=launch.binary,
         args=list(launch.args),
@@ -387,6 +394,7 @@ async def attach(request: web.Request) -> web.Response:
         logins=list(launch.logins),
         key_variable=launch.key_variable,
         key=launch.key,
+        keyless_args=list(launch.keyless_args),
     )
     return answer(api.Attached(thread=thread_answer(runtime, thread), launch=answer_launch), 201)
 

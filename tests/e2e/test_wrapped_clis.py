@@ -5,12 +5,14 @@ conversation the CLI sent."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import anyio
+import pytest
 
 from condensate.client import DaemonClient
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
@@ -22,20 +24,27 @@ PERSON_KEY = "sk-person"
 
 def wrapper_env(home: Path, daemon_home: Path) -> dict[str, str]:
     """A person's shell: their own key and home, the daemon found by its state directory."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDENSATE_", "ANTHROPIC_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CONDENSATE_", "ANTHROPIC_", "OPENAI_", "CODEX_"))
+    }
     env.update(
         {
             "HOME": str(home),
             "CONDENSATE_HOME": str(daemon_home),
             "ANTHROPIC_API_KEY": PERSON_KEY,
+            "OPENAI_API_KEY": PERSON_KEY,
             "PATH": f"{CLAUDE.parent}:{env.get('PATH', '')}",
         }
     )
     return env
 
 
-async def wrapped(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    command = [sys.executable, "-m", "condensate", "claude", *args]
+async def wrapped(
+    env: dict[str, str], cwd: Path, *args: str, cli: str = "claude"
+) -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-m", "condensate", cli, *args]
     with anyio.fail_after(120):
         return await anyio.run_process(command, env=env, cwd=cwd, check=False)
 
@@ -91,6 +100,77 @@ async def test_claude_runs_through_the_gateway_with_the_persons_own_key(
     assert page["events"][-1]["outcome"] == "completed"
 
 
+async def test_codex_runs_through_the_gateway_with_the_persons_own_key(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """``condensate codex exec ...``: Codex's requests reach the provider with the person's
+    key (none with the daemon's or a pass), its own compaction is out of reach (a catalog of
+    huge windows), and the session's log holds the command's result."""
+    async with FakeModelServer(window=200_000, api_key=PERSON_KEY) as fake:
+        fake.queue(
+            ToolCalls([Call("exec_command", {"cmd": "seq 1 30"})]),
+            Text("thirty numbers"),
+            model="gpt-6.2-sol",
+        )
+        home = tmp_path / "daemon"
+        home.mkdir()
+        with running_daemon(home, fake.url, CONDENSATE_OPENAI_API_KEY="sk-daemon") as daemon:
+            login = tmp_path / "person" / ".codex" / "auth.json"
+            login.parent.mkdir(parents=True)
+            login.write_text(json.dumps({"auth_mode": "apikey", "OPENAI_API_KEY": PERSON_KEY}))
+            env = wrapper_env(tmp_path / "person", home)
+            done = await wrapped(
+                env, workdir, "exec", "--skip-git-repo-check", "count to thirty", cli="codex"
+            )
+            client = DaemonClient(daemon.url, daemon.token)
+            thread = client.call("GET", "/threads")["threads"][0]["id"]
+            page = client.call("GET", f"/threads/{thread}/tail?limit=500")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert b"thirty numbers" in done.stdout
+    calls = [r for r in fake.requests if r.endpoint == "responses"]
+    assert calls
+    for request in calls:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        assert headers["authorization"] == f"Bearer {PERSON_KEY}"
+    catalog = json.loads((home / "codex" / "attached-models.json").read_text())
+    assert all(m["context_window"] >= 100_000_000 for m in catalog["models"])
+    results = [e for e in page["events"] if e["kind"] == "tool.result"]
+    assert len(results) == 1
+    assert "30" in results[0]["output"]
+
+
+@pytest.mark.parametrize(
+    ("cli", "model", "endpoint", "args"),
+    [
+        ("claude", "claude-opus-5-5", "messages", ("-p", "say hi")),
+        ("codex", "gpt-6.2-sol", "responses", ("exec", "--skip-git-repo-check", "say hi")),
+    ],
+)
+async def test_a_person_without_a_login_runs_on_the_daemons_key(
+    tmp_path: Path, workdir: Path, cli: str, model: str, endpoint: str, args: tuple[str, ...]
+) -> None:
+    """A person with no login of their own: the CLI is given the session's pass alone, and
+    its model requests reach the provider with the daemon's key."""
+    async with FakeModelServer(window=200_000, api_key="sk-daemon") as fake:
+        fake.queue(Text("hi there"), model=model)
+        home = tmp_path / "daemon"
+        home.mkdir()
+        daemon_keys = {
+            "CONDENSATE_ANTHROPIC_API_KEY": "sk-daemon",
+            "CONDENSATE_OPENAI_API_KEY": "sk-daemon",
+        }
+        with running_daemon(home, fake.url, **daemon_keys):
+            (tmp_path / "person").mkdir()
+            env = wrapper_env(tmp_path / "person", home)
+            del env["ANTHROPIC_API_KEY"], env["OPENAI_API_KEY"]
+            done = await wrapped(env, workdir, *args, cli=cli)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert b"hi there" in done.stdout
+    calls = [r for r in fake.requests if r.endpoint == endpoint]
+    assert calls
+    assert all(r.status == 200 for r in calls)
+
+
 async def test_the_clis_exit_code_is_the_wrappers(tmp_path: Path, workdir: Path) -> None:
     """A CLI that fails (an unknown option) exits through the wrapper with its own code and
     message, and its session's turn ends failed with that code."""
@@ -118,3 +198,4 @@ def test_the_wrapper_is_listed_for_each_engine_that_has_one() -> None:
         [sys.executable, "-m", "condensate", "--help"], capture_output=True, cwd=REPO, check=False
     )
     assert b"run your own claude in this terminal" in done.stdout
+    assert b"run your own codex in this terminal" in done.stdout

@@ -1,0 +1,190 @@
+"""A person's own CLI session through the gateway (``condensate claude``): what its requests
+log, a conversation that changes under the log, a summary applied in flight, and the
+session's end. The requests are sent as Claude Code sends them, to the gateway's base URL
+with the session's pass in its path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+
+from condensate.engine import ThreadSpec
+from condensate.events import (
+    AssistantMessage,
+    SystemLine,
+    ToolResult,
+    TurnEnded,
+    UserMessage,
+    Window,
+    WindowTrigger,
+)
+from condensate.runtime import Runtime
+from condensate.runtime.thread import Thread
+from condensate.testing.fake_model import FakeModelServer, Text
+from tests.integration.harness import runtime_on
+
+MODEL = "claude-opus-5-5"
+
+
+def bash(call_id: str, command: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Running it."},
+            {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}},
+        ],
+    }
+
+
+def result(call_id: str, output: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call_id, "content": output}],
+    }
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+async def attached(runtime: Runtime, tmp_path: Path, manage: bool = True) -> tuple[Thread, str]:
+    spec = ThreadSpec(
+        engine="claude",
+        model=f"anthropic:{MODEL}",
+        cwd=str(tmp_path),
+        brief="",
+        attached="managed" if manage else "costs",
+    )
+    thread = await runtime.create(spec)
+    return thread, runtime.attach_url(thread)
+
+
+async def send(base: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    body = {"model": MODEL, "max_tokens": 200, "messages": messages}
+    headers = {"x-api-key": "sk-person", "anthropic-version": "2023-06-01"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base}/v1/messages", json=body, headers=headers) as reply,
+    ):
+        assert reply.status == 200, await reply.text()
+        answer: dict[str, Any] = await reply.json()
+        return answer
+
+
+async def logged(runtime: Runtime, thread: Thread) -> list[Any]:
+    return [s.event for s in await runtime.log.events(thread.thread_id)]
+
+
+async def test_each_request_logs_what_goes_past_the_log(tmp_path: Path) -> None:
+    """Two requests of one conversation: the first logs the person's message, the second only
+    the reply and the result it adds (a result named by its call's argument)."""
+    async with FakeModelServer() as fake:
+        fake.queue(Text("a"), Text("b"), model=MODEL)
+        async with runtime_on(tmp_path / "home", fake) as runtime:
+            thread, base = await attached(runtime, tmp_path)
+            first = [user("list the files")]
+            await send(base, first)
+            await send(base, [*first, bash("c1", "ls -la"), result("c1", "a.txt")])
+            events = await logged(runtime, thread)
+    kinds = [
+        type(e).__name__
+        for e in events
+        if isinstance(e, UserMessage | AssistantMessage | ToolResult)
+    ]
+    assert kinds == ["UserMessage", "AssistantMessage", "ToolResult"]
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert (results[0].tool, results[0].argument, results[0].output) == ("Bash", "ls -la", "a.txt")
+
+
+async def test_a_conversation_that_no_longer_extends_the_log_starts_the_view_again(
+    tmp_path: Path,
+) -> None:
+    """After /clear the CLI sends a new conversation: it is logged, and a drop window (and a
+    system line) starts the view there; the old messages are out of the view."""
+    async with FakeModelServer() as fake:
+        fake.queue(Text("a"), Text("b"), model=MODEL)
+        async with runtime_on(tmp_path / "home", fake) as runtime:
+            thread, base = await attached(runtime, tmp_path)
+            await send(base, [user("first task")])
+            await send(base, [user("a new start")])
+            events = await logged(runtime, thread)
+            shown = [e.event for e in thread.projection.entries if e.event is not None]
+    drops = [e for e in events if isinstance(e, Window) and e.window_kind == "drop"]
+    assert len(drops) == 1
+    assert any(isinstance(e, SystemLine) and e.code == "cli-conversation-changed" for e in events)
+    texts = [e.text for e in shown if isinstance(e, UserMessage)]
+    assert "a new start" in texts
+    assert texts.index("a new start") > (texts.index("first task") if "first task" in texts else -1)
+
+
+async def test_a_summary_is_sent_in_place_of_the_older_part(tmp_path: Path) -> None:
+    """With a summary in the view, the next request reaches the provider starting with the
+    summary, then the CLI's messages from the kept part on; the CLI's own history is not
+    changed (it sends all of it, the provider sees the cut)."""
+    async with FakeModelServer() as fake:
+        fake.queue(Text("a"), Text("b"), Text("c"), model=MODEL)
+        async with runtime_on(tmp_path / "home", fake) as runtime:
+            thread, base = await attached(runtime, tmp_path)
+            history = [user("task"), bash("c1", "cat big.log"), result("c1", "x" * 4000)]
+            await send(base, history)
+            history += [bash("c2", "ls"), result("c2", "b.txt")]
+            await send(base, history)
+            keep = next(
+                e.seq
+                for e in thread.projection.entries
+                if isinstance(e.event, AssistantMessage) and e.event.tool_calls[0].id == "c2"
+            )
+            usage = runtime.usage(thread)
+            trigger = WindowTrigger(
+                used=usage.used,
+                line=usage.line,
+                ceiling=usage.ceiling,
+                window=usage.window,
+                freed=1000,
+                reason="test",
+            )
+            await runtime.append(
+                thread,
+                Window(
+                    at=runtime.clock(),
+                    window_kind="summary",
+                    cut=thread.projection.last_seq,
+                    keep_from=keep,
+                    summary="SUMMARY: read big.log, it was all x.",
+                    author="operator",
+                    trigger=trigger,
+                ),
+            )
+            history += [bash("c3", "pwd"), result("c3", "/w")]
+            await send(base, history)
+    last = [r for r in fake.requests if r.endpoint == "messages"][-1]
+    sent = last.body["messages"]
+    assert "SUMMARY: read big.log" in str(sent[0])
+    assert "x" * 4000 not in str(sent)
+    ids = [b.get("id") for m in sent for b in m["content"] if isinstance(b, dict)]
+    assert "c1" not in ids
+    assert ids.count("c2") == 1
+    assert ids.count("c3") == 1
+
+
+async def test_the_session_ends_with_the_clis_exit_code(tmp_path: Path) -> None:
+    """Detaching with the CLI's exit code ends the session's turn: completed for 0."""
+    async with FakeModelServer() as fake, runtime_on(tmp_path / "home", fake) as runtime:
+        thread, _ = await attached(runtime, tmp_path)
+        with anyio.fail_after(10):
+            await runtime.detach(thread, 0)
+        events = await logged(runtime, thread)
+    ended = [e for e in events if isinstance(e, TurnEnded)]
+    assert [(e.outcome, e.reason) for e in ended] == [("completed", "the CLI exited")]
+
+
+async def test_a_costs_only_session_is_never_held(tmp_path: Path) -> None:
+    """``--no-manage``: the gateway holds nothing for the session (no line applies)."""
+    async with FakeModelServer() as fake, runtime_on(tmp_path / "home", fake) as runtime:
+        thread, _ = await attached(runtime, tmp_path, manage=False)
+        assert runtime.gate(thread.thread_id) is None
+        managed, _ = await attached(runtime, tmp_path)
+        assert runtime.gate(managed.thread_id) is not None
