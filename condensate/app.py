@@ -343,6 +343,7 @@ def upstream(settings: Settings) -> Upstream:
         anthropic_auth_token=settings.anthropic_auth_token,
         openai_base_url=settings.openai_base_url,
         openai_api_key=settings.openai_api_key,
+        chatgpt_base_url=settings.chatgpt_base_url,
         read_timeout_s=settings.provider_read_timeout_s,
     )
 

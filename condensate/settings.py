@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     openai_api_key: str = Field(
         default="", validation_alias=AliasChoices("CONDENSATE_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
+    chatgpt_base_url: str = "https://chatgpt.com/backend-api/codex"
+    """Where the gateway sends a person's own Codex requests signed in with ChatGPT (not an
+    API key): the subscription's backend, as Codex itself does."""
     chat_base_url: str = "http://127.0.0.1:8000/v1"
     chat_api_key: str = "none"
     provider_retries: int = Field(default=3, ge=0, le=10)

@@ -101,14 +101,20 @@ class Upstream:
     openai_api_key: str
     anthropic_auth_token: str = ""
     """A Claude subscription's OAuth token: sent as a bearer token in place of the key."""
+    chatgpt_base_url: str = "https://chatgpt.com/backend-api/codex"
+    """Where a person's own Codex signed in with ChatGPT is forwarded (its own backend)."""
     read_timeout_s: float = 120.0
 
     @property
     def timeout(self) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=self.read_timeout_s)
 
-    def base(self, api: Api) -> str:
-        return (self.anthropic_base_url if api == "anthropic" else self.openai_base_url).rstrip("/")
+    def base(self, api: Api, subscription: bool = False) -> str:
+        """The API's base URL; ``subscription``: a request on a ChatGPT sign-in's own token,
+        which the API does not take."""
+        if api == "anthropic":
+            return self.anthropic_base_url.rstrip("/")
+        return (self.chatgpt_base_url if subscription else self.openai_base_url).rstrip("/")
 
     def credentials(self, api: Api, beta: str | None) -> dict[str, str]:
         if api == "openai":
@@ -438,7 +444,8 @@ class Gateway:
         """Send the request on with the real credential and relay the reply as it comes; an
         upstream that cannot be reached is 502 upstream-unreachable."""
         api = call.api
-        url = f"{self.upstream.base(api)}/{tail}"
+        signed_in = call.own_credential and dialect(api).subscription(request.headers)
+        url = f"{self.upstream.base(api, signed_in)}/{tail}"
         if request.query_string:
             url += f"?{request.query_string}"
         headers = _forwarded(request.headers, keep_credential=call.own_credential)

@@ -188,3 +188,42 @@ async def test_a_costs_only_session_is_never_held(tmp_path: Path) -> None:
         assert runtime.gate(thread.thread_id) is None
         managed, _ = await attached(runtime, tmp_path)
         assert runtime.gate(managed.thread_id) is not None
+
+
+async def test_a_chatgpt_sign_in_goes_to_the_subscriptions_backend(tmp_path: Path) -> None:
+    """A person's own Codex signed in with ChatGPT (its token and ``chatgpt-account-id``) is
+    forwarded to ``CONDENSATE_CHATGPT_BASE_URL``, with its own token; an API key's request to
+    the API."""
+    async with FakeModelServer() as api, FakeModelServer() as chatgpt:
+        api.queue(Text("from the api"), model="gpt-5.5")
+        chatgpt.queue(Text("from chatgpt"), model="gpt-5.5")
+        overrides = {"chatgpt_base_url": chatgpt.url + "/v1"}
+        async with runtime_on(tmp_path / "home", api, overrides=overrides) as runtime:
+            spec = ThreadSpec(
+                engine="codex",
+                model="openai:gpt-5.5",
+                cwd=str(tmp_path),
+                brief="",
+                attached="managed",
+            )
+            thread = await runtime.create(spec)
+            base = runtime.attach_url(thread)
+            body = {"model": "gpt-5.5", "input": [{"role": "user", "content": "hi"}]}
+            signed_in = {"Authorization": "Bearer chatgpt-token", "chatgpt-account-id": "acct"}
+            async with aiohttp.ClientSession() as session:
+                async with session.post(f"{base}/responses", json=body, headers=signed_in) as r:
+                    assert r.status == 200, await r.text()
+                keyed = {"Authorization": "Bearer sk-person"}
+                async with session.post(f"{base}/responses", json=body, headers=keyed) as r:
+                    assert r.status == 200, await r.text()
+    assert bearers(chatgpt) == ["Bearer chatgpt-token"]
+    assert bearers(api) == ["Bearer sk-person"]
+
+
+def bearers(fake: FakeModelServer) -> list[str | None]:
+    """The credential each Responses request reached ``fake`` with."""
+    return [
+        {k.lower(): v for k, v in r.headers.items()}.get("authorization")
+        for r in fake.requests
+        if r.endpoint == "responses"
+    ]

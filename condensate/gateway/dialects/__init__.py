@@ -34,6 +34,12 @@ class Dialect(Protocol):
         thread's conversation: forwarded as sent, billed as a side call, measured nothing."""
         ...
 
+    def subscription(self, headers: Mapping[str, str]) -> bool:
+        """Whether a request carries a subscription's sign-in that the API itself does not
+        take (ChatGPT's): a person's own CLI on it is forwarded to the subscription's
+        backend."""
+        ...
+
     def endpoint(self, method: str, tail: str) -> bool:
         """Whether the gateway forwards ``method`` on ``tail`` (the path after
         ``/gateway/<api>/``): only what the API's CLI uses, with the real credential."""

@@ -44,6 +44,11 @@ def side_request(headers: Mapping[str, str]) -> bool:
     return any(headers.get(name) for name in SIDE_HEADERS)
 
 
+def subscription(headers: Mapping[str, str]) -> bool:
+    """A Claude subscription's token goes to the same API as a key (with its beta flag)."""
+    return False
+
+
 def endpoint(method: str, tail: str) -> bool:
     """The endpoints Claude Code uses (Messages, token counting, models); any other path,
     another provider's, or a ``..`` segment is none of the gateway's."""

@@ -42,6 +42,15 @@ def side_request(headers: Mapping[str, str]) -> bool:
     return any(headers.get(name) for name in SIDE_HEADERS)
 
 
+ACCOUNT_HEADER = "chatgpt-account-id"
+"""What Codex sends beside a ChatGPT sign-in's token (its built-in provider then goes to the
+ChatGPT backend, not the API)."""
+
+
+def subscription(headers: Mapping[str, str]) -> bool:
+    return bool(headers.get(ACCOUNT_HEADER))
+
+
 def endpoint(method: str, tail: str) -> bool:
     """The endpoints Codex uses (Responses, models); files, admin keys, any other path or a
     ``..`` segment is none of the gateway's."""
