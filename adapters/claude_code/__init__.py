@@ -58,6 +58,7 @@ ENGINE = EngineInfo(
     restarts=True,
     recall=True,
     own_context=("<system-reminder>",),
+    compaction_opens=("CRITICAL: Respond with TEXT ONLY",),
     gateway_api="anthropic",
     session_header="x-claude-code-session-id",
     providers=("anthropic",),

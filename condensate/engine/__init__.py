@@ -303,6 +303,10 @@ class EngineInfo:
     own_context: tuple[str, ...] = ()
     """How the text blocks open that the engine's CLI itself writes into the conversation
     (its environment, its instructions): an agent's reset keeps them, as fixed context."""
+    compaction_opens: tuple[str, ...] = ()
+    """How the last user text of the CLI's own compaction request opens (Claude Code's
+    ``/compact``): a person's session forwards it with Condensate's view, never holds it, and
+    logs it as the CLI's compaction, not as the person's message."""
     gateway_api: str | None = None
     """The API its CLI speaks through the daemon's gateway (``"anthropic"``: Messages,
     ``"openai"``: Responses); a pass issued to its threads is good there only. None: its

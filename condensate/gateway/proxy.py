@@ -203,9 +203,10 @@ class GatewayAdmitter(Protocol):
         """Where an agent-reset thread's context starts again (None: nowhere)."""
         ...
 
-    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> None:
+    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> bool:
         """A request's conversation, for a thread whose log it is (a person's own CLI
-        session): logged where it goes on past the log, before anything is decided."""
+        session): logged where it goes on past the log, before anything is decided. True for
+        the CLI's own compaction request: it goes on with the view, never held."""
         ...
 
     def notices(self, thread_id: str, model: str, size: int) -> Notices:
@@ -415,15 +416,16 @@ class Gateway:
         elif call.model_call:
             admitter, thread = self.admitter, grant.thread_id
             document: Mapping[str, Any] | None = None
+            compacting = False
             if admitter is not None and admitter.rewrites(thread):
                 document = _json_object(body)
                 if document is not None:
-                    await admitter.heard(thread, dialect(api).conversation(document))
+                    compacting = await admitter.heard(thread, dialect(api).conversation(document))
                     await admitter.caught_up(thread, dialect(api).newest_result(document))
             # Asked once: the bound and the measurement both decide against them.
             shown = admitter.receipts(thread) if admitter is not None else {}
             clamped = admitter.clamps(thread) if admitter is not None else Clamps()
-            gate = admitter.gate(thread) if admitter is not None else None
+            gate = admitter.gate(thread) if admitter is not None and not compacting else None
             cut = admitter.reset_cut(thread) if admitter is not None else None
             rewrite = _Rewrite(shown, cut, clamped)
             if cut is None and document is None and self._surely_under(call, body, rewrite, gate):
@@ -554,8 +556,9 @@ class Gateway:
             if not verdict.forward:
                 return self._held(call, verdict.text)
             fresh, clamped = admitter.receipts(thread), admitter.clamps(thread)
-            if fresh != rewrite.shown or clamped != rewrite.clamped:
-                rewrite = _Rewrite(fresh, rewrite.cut, clamped)
+            cut = admitter.reset_cut(thread)
+            if fresh != rewrite.shown or clamped != rewrite.clamped or cut != rewrite.cut:
+                rewrite = _Rewrite(fresh, cut, clamped)
                 projected, changed = rewrite.apply(call.api, document)
                 self._measure(call, projected)
         assert call.shape is not None
@@ -565,7 +568,10 @@ class Gateway:
         key = self._key(call, call.shape.model)
         edits = call.edits = self.edits.setdefault(key, _SessionEdits())
         edits.add(call.api, document, notices)
-        if not changed and not edits:
+        # A request the gateway leaves as it is still has its thinking checked when the
+        # session holds thinking produced under a changed prefix: a person's CLI may carry
+        # such a block into a conversation of its own (the reply to its compaction request).
+        if not changed and not edits and not edits.ledger.produced:
             call.own = body
             return body  # byte for byte as the CLI sent it
         # What goes on is written from Python's own parse: orjson reads an integer past 64

@@ -60,6 +60,7 @@ STATUS: dict[str, int] = {
     # Not now: the thread's state or another daemon's
     "not-running": 409,
     "not-attached": 409,
+    "attached-session": 409,
     "nothing-pending": 409,
     "agent-controlled-condensation": 409,
     "thread-running": 409,

@@ -307,11 +307,13 @@ class Runtime:
             return None
         return attached.cut(thread) if thread.spec.attached else admission.reset_cut(thread)
 
-    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> None:
-        """A request of a person's own CLI session: its conversation goes to the log."""
+    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> bool:
+        """A request of a person's own CLI session: its conversation goes to the log; True
+        for the CLI's own compaction request (never held)."""
         thread = self.threads.get(thread_id)
-        if thread is not None and thread.spec.attached:
-            await attached.heard(self, thread, conversation)
+        if thread is None or not thread.spec.attached:
+            return False
+        return await attached.heard(self, thread, conversation)
 
     async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
         thread = self.threads.get(thread_id)
@@ -554,6 +556,12 @@ class Runtime:
     async def steer(self, thread: Thread, text: str, *, pinned: bool = False) -> Stored:
         """A human message: joins the running turn at its next call, or starts a turn. It is
         logged at once; the view keeps a batch's results together around it."""
+        if thread.spec.attached is not None:
+            detail = (
+                f"Thread {thread.thread_id} is a CLI a person runs in their own terminal: "
+                "type there."
+            )
+            raise Refused(code="attached-session", detail=detail)
         (stored,) = await self.append(
             thread, UserMessage(at=self.clock(), text=text, pinned=pinned)
         )
@@ -650,7 +658,9 @@ class Runtime:
                 thread.turn_done.set()
                 self._publish_status(thread)
         # A stopped or failed turn would stop again on the same input: wait for a new one.
-        if outcome.outcome == "completed" and unanswered_input(thread.projection):
+        # A person's own CLI session has one turn, the session: it ended with the CLI.
+        attached = thread.spec.attached is not None
+        if outcome.outcome == "completed" and unanswered_input(thread.projection) and not attached:
             self.start_turn(thread, "queued")
 
     async def _close_turn(self, thread: Thread, outcome: TurnOutcome, notes: list[Event]) -> None:

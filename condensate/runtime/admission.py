@@ -215,7 +215,9 @@ async def _decide(runtime: Services, thread: Thread, size: int, ids: Sequence[st
         if done.stop is not None:
             return Admission(False, f"The turn stops here: {done.stop}.")
         restarts = done.restarts
-        if restarts is not None:
+        # A person's own CLI session is not restarted: the gateway sends the summary in
+        # place of the older part from this request on (``attached.cut``).
+        if restarts is not None and thread.profile.info.restarts:
             await thread.engine.apply_window(restarts)
             return Admission(False, RESTARTING)
         usage = done.usage

@@ -33,6 +33,7 @@ from condensate.engine import EngineAdapter, GatewayAccess, ThreadSpec, TurnCont
 from condensate.events import (
     AssistantMessage,
     Event,
+    Stored,
     SystemLine,
     ThinkingBlock,
     ToolCall,
@@ -49,6 +50,11 @@ log = structlog.get_logger()
 
 ALIVE_POLL_SECONDS = 2.0
 """How often the session checks that its wrapper's process still runs."""
+CHANGED_REASON = "the CLI's conversation changed"
+COMPACTING = (
+    "The CLI compacts its own conversation (the person's /compact): its request goes on with "
+    "Condensate's view, and the CLI's summary starts its conversation again."
+)
 CHANGED = (
     "The CLI's conversation no longer goes on from what was logged (its /clear, /compact, "
     "/resume or /rewind, or its own compaction): the view starts again from what it sends now."
@@ -71,6 +77,8 @@ class AttachedSession:
     keys: list[str] | None = None
     """What each logged message event of the session is (None: not read from the log yet)."""
     seqs: list[int] = field(default_factory=list)
+    compactions: int = -1
+    """The length of the conversation the CLI last asked to compact (said once for it)."""
     positions: list[int] = field(default_factory=list)
     """For each of ``keys``: its seq, and the position in the CLI's conversation of the
     message it came from (valid for the conversation last heard)."""
@@ -189,23 +197,53 @@ def key_of(event: Event) -> str:
 LOGGED = (UserMessage, AssistantMessage, ToolResult)
 
 
-async def heard(runtime: Services, thread: Thread, conversation: list[tuple[int, Message]]) -> None:
+async def heard(runtime: Services, thread: Thread, conversation: list[tuple[int, Message]]) -> bool:
     """Log what the request's conversation holds past what the session logged; a
     conversation that no longer goes on from the log is logged whole, and the view starts
-    again there (a drop window, said in a system line)."""
+    again there (a drop window, said in a system line). True for the CLI's own compaction
+    request (its last message is the CLI's instruction, not the person's: it is not logged,
+    and the request is never held)."""
     session = thread.engine
     if not isinstance(session, AttachedSession):
-        return
+        return False
+    compacting = _compaction(conversation, thread.profile.info.compaction_opens)
+    if compacting:
+        conversation = conversation[:-1]
+        if session.compactions != len(conversation):
+            session.compactions = len(conversation)
+            line = SystemLine(at=runtime.clock(), code="cli-compaction", text=COMPACTING)
+            await runtime.append(thread, line)
+    await _logged(runtime, thread, session, conversation, compacting=compacting)
+    return compacting
+
+
+def _compaction(conversation: list[tuple[int, Message]], opens: tuple[str, ...]) -> bool:
+    if not conversation or not opens or conversation[-1][1].role != "user":
+        return False
+    texts = [b.text for b in conversation[-1][1].content if isinstance(b, Text)]
+    return any(t.lstrip().startswith(opens) for t in texts)
+
+
+async def _logged(
+    runtime: Services,
+    thread: Thread,
+    session: AttachedSession,
+    conversation: list[tuple[int, Message]],
+    *,
+    compacting: bool = False,
+) -> None:
     async with session.lock:
         if session.keys is None:  # a daemon restarted since: the log says what was logged
-            logged = [
-                s for s in await runtime.log.events(thread.thread_id) if isinstance(s.event, LOGGED)
-            ]
+            logged = _since_last_change(await runtime.log.events(thread.thread_id))
             session.keys = [key_of(s.event) for s in logged]
             session.seqs = [s.seq for s in logged]
         placed = events_of(conversation, runtime.clock())
         now = [p.key for p in placed]
         changed = now[: len(session.keys)] != session.keys
+        if changed and compacting:
+            # The CLI's compaction request is not its conversation going on: whatever it
+            # holds, the session's log stays as it is (its summary starts the next one).
+            return
         new = placed if changed else placed[len(session.keys) :]
         stored = await runtime.append(thread, [p.event for p in new]) if new else []
         if changed:
@@ -228,6 +266,17 @@ async def heard(runtime: Services, thread: Thread, conversation: list[tuple[int,
         session.positions = [p.position for p in placed]
 
 
+def _since_last_change(events: list[Stored]) -> list[Stored]:
+    """The message events of the CLI's current conversation: those from where the last
+    change of conversation started the view again."""
+    start = 0
+    for stored in events:
+        event = stored.event
+        if isinstance(event, Window) and event.trigger.reason == CHANGED_REASON:
+            start = event.keep_from or 0
+    return [s for s in events if s.seq >= start and isinstance(s.event, LOGGED)]
+
+
 def cut(thread: Thread) -> ResetCut | None:
     """Where the provider's view of the session starts again: after its latest summary, at
     the message the summary's kept part starts with, the summary (with the brief and pins)
@@ -244,6 +293,9 @@ def cut(thread: Thread) -> ResetCut | None:
     position_of = dict(zip(session.seqs, session.positions, strict=False))
     kept = view.entries[marker + 1 :]
     at = next((position_of[e.seq] for e in kept if e.seq in position_of), None)
+    if at is None and session.positions:
+        # The summary took all the CLI sent: the provider sees the summary and what follows.
+        at = session.positions[-1] + 1
     if at is None:
         return None
     head = [OPEN, PREAMBLE, *(entry_text(e, view) for e in view.entries[: marker + 1]), CLOSE]
@@ -259,7 +311,7 @@ def _dropped_before(keep_from: int, last: int, usage: ContextUsage, at: datetime
         ceiling=usage.ceiling,
         window=usage.window,
         freed=0,
-        reason="the CLI's conversation changed",
+        reason=CHANGED_REASON,
     )
     return Window(
         at=at,

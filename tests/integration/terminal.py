@@ -32,15 +32,25 @@ class Terminal:
     and the screen it draws."""
 
     def __init__(
-        self, home: Path, argv: list[str], rows: int = ROWS, columns: int = COLUMNS
+        self,
+        home: Path,
+        argv: list[str],
+        rows: int = ROWS,
+        columns: int = COLUMNS,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: Path = REPO,
     ) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSATE_")}
+        """``env``: the environment to start from (default: this process's, without any
+        ``CONDENSATE_`` setting)."""
+        base = os.environ if env is None else env
+        env = {k: v for k, v in base.items() if not k.startswith("CONDENSATE_")}
         env |= {"CONDENSATE_HOME": str(home), "TERM": "xterm-256color"}
         env.pop("NO_COLOR", None)
         self.screen = pyte.Screen(columns, rows)
         self.stream = pyte.ByteStream(self.screen)
         self.child = pexpect.spawn(
-            argv[0], argv[1:], cwd=str(REPO), env=env, dimensions=(rows, columns)
+            argv[0], argv[1:], cwd=str(cwd), env=env, dimensions=(rows, columns)
         )
         # A terminal answers when asked where its cursor is (prompt_toolkit asks).
         self.screen.write_process_input = self.child.send  # type: ignore[method-assign]

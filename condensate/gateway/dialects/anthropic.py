@@ -318,8 +318,10 @@ def with_reset(body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], 
 def _message_start(messages: list[Any], at: int) -> int | None:
     """``at``, or the assistant message before it when the message at ``at`` answers that
     one's calls: a result is never sent without its call."""
-    if not 0 < at < len(messages):
+    if not 0 < at <= len(messages):
         return None
+    if at == len(messages):
+        return at  # all of it summarized
     content = messages[at].get("content") if isinstance(messages[at], Mapping) else None
     answers = isinstance(content, list) and any(
         isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content

@@ -334,8 +334,10 @@ def with_reset(body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], 
 def _item_start(items: list[Any], at: int) -> int | None:
     """``at``, or the start of the response before it when the item at ``at`` is an output
     of that response's calls: a result is never sent without its call."""
-    if not 0 < at < len(items):
+    if not 0 < at <= len(items):
         return None
+    if at == len(items):
+        return at if at > _leading_fixed(items) else None  # all of it summarized
     start = at
     while start > 0 and (_is_output(items[start]) or _same_response(items[start - 1])):
         start -= 1
