@@ -509,7 +509,10 @@ class Runtime:
         engine = profile.info.make(spec, env)
         if not spec.attached:
             return engine
-        return attached.AttachedSession(engine, env.gateway, spec.attached_pid)
+        session = attached.AttachedSession(engine, env.gateway, spec.attached_pid)
+        if env.gateway is not None:
+            session.attach()  # its pass good from now, before its turn (re)starts
+        return session
 
     def attach_url(self, thread: Thread) -> str:
         """The base URL a person's own CLI session is given (its pass in it)."""

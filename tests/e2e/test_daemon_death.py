@@ -92,9 +92,11 @@ async def test_a_sigkilled_daemon_leaves_no_cli_running(tmp_path, fake, workdir)
 
 
 async def test_a_cli_pass_is_worth_nothing_after_the_daemon_restarts(tmp_path, fake, workdir):
-    """A CLI's gateway pass is signed by a secret the daemon holds in memory only: after a
-    SIGKILL and a restart, a request with the old pass is refused (401 invalid-gateway-pass,
-    Anthropic's shape) and never reaches the provider."""
+    """A headless CLI's gateway pass is good only while its session is its thread's current
+    one, which the daemon knows in memory only: after a SIGKILL and a restart, a request with
+    the old pass is refused (401 stale-session, Anthropic's shape) and never reaches the
+    provider. (A person's own CLI session is taken up again: its pass is derived from the
+    daemon's token, see test_wrapped_clis.)"""
     fake.queue(Text("hello"), model=CLAUDE_MODEL)
     daemon = DaemonProcess(
         tmp_path / "home", fake.url, extra_env={"CONDENSATE_CLAUDE_BINARY": str(CLAUDE)}
@@ -138,5 +140,5 @@ async def test_a_cli_pass_is_worth_nothing_after_the_daemon_restarts(tmp_path, f
         daemon.kill()
     assert status == 401
     assert refused["type"] == "error"
-    assert "invalid-gateway-pass" in refused["error"]["message"]
+    assert "stale-session" in refused["error"]["message"]
     assert generations(fake) == before

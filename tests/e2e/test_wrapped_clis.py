@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 import anyio
 import pytest
 
 from condensate.client import DaemonClient
 from condensate.testing.fake_model import Call, FakeModelServer, Text, ToolCalls
 from tests.e2e.conftest import CLAUDE
-from tests.integration.daemon import REPO, running_daemon
+from tests.integration.daemon import REPO, running_daemon, wait_for
 
 PERSON_KEY = "sk-person"
 
@@ -199,3 +201,60 @@ def test_the_wrapper_is_listed_for_each_engine_that_has_one() -> None:
     )
     assert b"run your own claude in this terminal" in done.stdout
     assert b"run your own codex in this terminal" in done.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def test_a_restarted_daemon_takes_the_session_up_again(tmp_path: Path, workdir: Path) -> None:
+    """The daemon killed mid-session (SIGKILL) and started again on its port: the CLI's next
+    request with the same base URL is managed again (forwarded, counted), what was logged is
+    not logged twice, and the session's turn is resumed, not ended."""
+    async with FakeModelServer(window=200_000) as fake:
+        fake.queue(Text("one"), Text("two"), model="claude-opus-5-5")
+        home = tmp_path / "daemon"
+        home.mkdir()
+        port = str(free_port())
+        with running_daemon(home, fake.url, CONDENSATE_PORT=port) as daemon:
+            client = DaemonClient(daemon.url, daemon.token)
+            body = {"engine": "claude", "cwd": str(workdir), "pid": os.getpid()}
+            attached = client.call("POST", "/attach", body)
+            base, thread = attached["launch"]["env"]["ANTHROPIC_BASE_URL"], attached["thread"]["id"]
+            first = [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+            assert await post_messages(base, first) == 200
+            async with aiohttp.ClientSession() as session:  # a count is logged after its reply
+                await wait_for(session, daemon, thread, lambda e: e["kind"] == "model.usage", 10)
+            assert daemon.process is not None
+            daemon.process.kill()
+            daemon.process.wait(timeout=10)
+            daemon.start()
+            reply = {"role": "assistant", "content": [{"type": "text", "text": "one"}]}
+            again = [*first, reply, {"role": "user", "content": [{"type": "text", "text": "more"}]}]
+            assert await post_messages(base, again) == 200
+            client = DaemonClient(daemon.url, daemon.token)
+            shown = client.call("GET", f"/threads/{thread}")
+            page = client.call("GET", f"/threads/{thread}/tail?limit=500&history=1")
+    texts = [e["text"] for e in page["events"] if e["kind"] == "message.user"]
+    assert texts == ["hello", "more"]
+    assert [e["cause"] for e in page["events"] if e["kind"] == "turn.started"] == [
+        "human",
+        "resume",
+    ]
+    assert shown["status"] == "running"
+    assert len([e for e in page["events"] if e["kind"] == "model.usage"]) == 2
+
+
+async def post_messages(base: str, messages: list[dict[str, object]]) -> int:
+    """One Messages request as a person's Claude Code sends it (its own key): the status."""
+    body = {"model": "claude-opus-5-5", "max_tokens": 64, "messages": messages}
+    headers = {"x-api-key": PERSON_KEY, "anthropic-version": "2023-06-01"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base}/v1/messages", json=body, headers=headers) as answer,
+    ):
+        await answer.read()
+        return answer.status

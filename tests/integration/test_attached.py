@@ -227,3 +227,29 @@ def bearers(fake: FakeModelServer) -> list[str | None]:
         for r in fake.requests
         if r.endpoint == "responses"
     ]
+
+
+async def test_a_session_whose_wrapper_is_gone_ends(tmp_path: Path) -> None:
+    """The wrapper's process killed (the daemon was never told the CLI exited): the session's
+    turn ends, failed, naming the process, within the poll's period."""
+    async with FakeModelServer() as fake, runtime_on(tmp_path / "home", fake) as runtime:
+        wrapper = await anyio.open_process(["sleep", "60"])
+        spec = ThreadSpec(
+            engine="claude",
+            model=f"anthropic:{MODEL}",
+            cwd=str(tmp_path),
+            brief="",
+            attached="managed",
+            attached_pid=wrapper.pid,
+        )
+        thread = await runtime.create(spec)
+        await anyio.sleep(0.1)
+        assert thread.running
+        wrapper.kill()
+        await wrapper.wait()
+        with anyio.fail_after(10):
+            await thread.turn_done.wait()
+        events = await logged(runtime, thread)
+    (ended,) = [e for e in events if isinstance(e, TurnEnded)]
+    assert ended.outcome == "failed"
+    assert f"pid {wrapper.pid}" in ended.reason

@@ -61,7 +61,7 @@ def test_every_answer_is_closed_and_requires_what_it_sends() -> None:
     document = api.openapi_document(["api"])
     schemas = document["components"]["schemas"]
     bodies = {"CreateThread", "SendMessage", "CompactAnswer", "ResetBody", "ApprovalAnswer"}
-    bodies |= {"PinMessage", "Interrupt", "OpenAPIDocument"}
+    bodies |= {"PinMessage", "Interrupt", "OpenAPIDocument", "Attach", "Detach"}
     for name, schema in schemas.items():
         if name in STREAM_SCHEMAS:
             # An event's envelope: closed, its id present only on a logged event.
