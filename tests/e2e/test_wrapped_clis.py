@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import anyio
@@ -248,7 +249,7 @@ async def test_a_restarted_daemon_takes_the_session_up_again(tmp_path: Path, wor
     assert len([e for e in page["events"] if e["kind"] == "model.usage"]) == 2
 
 
-async def post_messages(base: str, messages: list[dict[str, object]]) -> int:
+async def post_messages(base: str, messages: list[dict[str, Any]]) -> int:
     """One Messages request as a person's Claude Code sends it (its own key): the status."""
     body = {"model": "claude-opus-5-5", "max_tokens": 64, "messages": messages}
     headers = {"x-api-key": PERSON_KEY, "anthropic-version": "2023-06-01"}

@@ -213,8 +213,8 @@ async def every_operation(
     await call("archiveThread", "POST", f"/threads/{other}/archive", expect=409)
 
     attach = {"engine": "claude", "cwd": str(work), "args": ["--model", "sonnet"]}
-    session = (await call("attachSession", "POST", "/attach", attach, expect=201))["thread"]
-    await call("detachSession", "POST", f"/threads/{session['id']}/detach", {"exitCode": 0})
+    attached = (await call("attachSession", "POST", "/attach", attach, expect=201))["thread"]
+    await call("detachSession", "POST", f"/threads/{attached['id']}/detach", {"exitCode": 0})
     await call("detachSession", "POST", f"/threads/{thread}/detach", {"exitCode": 0}, 409)
     return call.answers
 
