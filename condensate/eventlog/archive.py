@@ -205,7 +205,8 @@ async def thread_rows(store: EventStore, thread_id: str, directory: Path) -> Thr
 
 def export_lines(rows: ThreadRows) -> Iterator[str]:
     """The thread's events as JSON lines, in seq order, history included: each line is
-    ``{"seq": N, "tokens": T, ...}`` followed by the event exactly as the log stores it (its
+    ``{"seq": N, "tokens": T, ...}`` followed by the event exactly as the log stores it (an
+    event with a ``tokens`` of its own keeps that one, as the tail does) (its
     stored text, at the version it was written; ``condensate replay`` reads the file)."""
     for seq, _kind, _v, _at, tokens, body in rows.events:
         yield _exported(rows.thread_id, seq, tokens, body)
@@ -217,14 +218,18 @@ def _exported(thread_id: str, seq: int, tokens: int, body: str) -> str:
         value = json.loads(text)
     except ValueError:
         value = None
-    if not isinstance(value, dict) or not value or {"seq", "tokens"} & value.keys():
+    if not isinstance(value, dict) or not value or "seq" in value:
         msg = f"Event {seq} of thread {thread_id!r} is not an event object: {text[:80]!r}."
         raise EventLogError(msg)
+    # An event with a ``tokens`` field of its own (the baseline's size, a refusal's count)
+    # keeps that one in place of its count, as the tail sends it.
+    count = "" if "tokens" in value else f'"tokens":{tokens},'
     if "\n" in text or "\r" in text:
         # Whitespace between a raw row's tokens (the log's own rows never have any).
-        return json.dumps({"seq": seq, "tokens": tokens, **value}, separators=(",", ":"))
-    # The stored text itself, spliced after the two fields: not re-encoded.
-    return f'{{"seq":{seq},"tokens":{tokens},{text[1:]}'
+        fields = {"seq": seq} if count == "" else {"seq": seq, "tokens": tokens}
+        return json.dumps({**fields, **value}, separators=(",", ":"))
+    # The stored text itself, spliced after the fields: not re-encoded.
+    return f'{{"seq":{seq},{count}{text[1:]}'
 
 
 def write_export(path: Path, rows: ThreadRows) -> int:

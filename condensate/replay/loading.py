@@ -66,8 +66,13 @@ def _json_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def _strip(line: dict[str, Any]) -> dict[str, Any]:
-    """An event as the tail API prints it carries ``seq`` and ``tokens``; drop them."""
-    return {k: v for k, v in line.items() if k not in ("seq", "tokens", "thread_id")}
+    """An event as the tail API (or an export) prints it carries ``seq`` and ``tokens``;
+    drop them, but the ``tokens`` of a kind that has one of its own (the baseline's size, a
+    refusal's count: the line carries that one)."""
+    kind = EVENT_TYPES.get(str(line.get("kind")))
+    own = kind is not None and "tokens" in kind.model_fields
+    dropped = ("seq", "thread_id") if own else ("seq", "tokens", "thread_id")
+    return {k: v for k, v in line.items() if k not in dropped}
 
 
 def _load_sqlite(path: Path, thread: str | None) -> Recording:

@@ -22,18 +22,22 @@ import pytest
 
 from condensate.core.projector import snapshot
 from condensate.eventlog import ThreadRows
+from condensate.eventlog.archive import export_lines
 from condensate.eventlog.postgres import PostgresStore
 from condensate.eventlog.rebuild import rebuild
 from condensate.eventlog.sqlite_sync import EventLog
 from condensate.events import (
     AssistantMessage,
+    BaselineMeasured,
     ThreadCreated,
     ToolCall,
     ToolResult,
     TurnEnded,
     TurnStarted,
     UserMessage,
+    encode,
 )
+from condensate.replay.loading import load
 from condensate.testing.fake_model import Call, FakeModelServer, Slow, Text, ToolCalls
 from tests.integration.daemon import REPO, DaemonProcess, call, running_daemon, wait_for
 
@@ -374,3 +378,34 @@ async def test_view_of_a_thread_no_log_holds_says_so(tmp_path: Path) -> None:
         "condensate: There is no thread 't-nope' in the log or its archives "
         "(condensate threads lists them)."
     )
+
+
+def test_an_event_with_a_tokens_field_of_its_own_is_exported_and_replayed(
+    tmp_path: Path,
+) -> None:
+    """A thread that measured its baseline (``baseline.measured`` has a ``tokens`` field of
+    its own) is exported, that field in place of its count as the tail sends it, and replay
+    reads the event back whole (the export had refused every CLI thread)."""
+    at = datetime(2026, 12, 5, 7, tzinfo=UTC)
+    created = ThreadCreated(at=at, engine="api", model="anthropic:claude-opus-5-5", cwd="/")
+    bodies = [
+        encode(created),
+        encode(UserMessage(at=at, text="hello")),
+        encode(BaselineMeasured(at=at, tokens=9859)),
+    ]
+    rows = ThreadRows(
+        "t-own",
+        at.isoformat(),
+        tuple(
+            (seq, json.loads(body)["kind"], 1, at.isoformat(), 3, body)
+            for seq, body in enumerate(bodies, start=1)
+        ),
+        (),
+    )
+    lines = list(export_lines(rows))
+    own = json.loads(lines[2])
+    assert (own["seq"], own["kind"], own["tokens"]) == (3, "baseline.measured", 9859)
+    exported = tmp_path / "own.jsonl"
+    exported.write_text("\n".join(lines) + "\n")
+    replayed = load(exported)
+    assert BaselineMeasured(at=at, tokens=9859) in replayed.events
