@@ -9,7 +9,10 @@ both see the same machine load:
 * **direct**: to the fake, with the daemon's key, as a CLI without Condensate would;
 * **gateway**: to the daemon's ``/gateway/anthropic/v1/messages`` with the pass: checked,
   measured against the thread's line, forwarded, streamed back, and its usage logged (an
-  SQLite append) before the reply's last event is passed on.
+  SQLite append) before the reply's last event is passed on;
+* **attached**: as a person's own Claude Code sends it through ``condensate claude``: to the
+  base URL ``POST /attach`` gave (the pass in its path), with the person's own key: also
+  read against the session's log (what goes past it is logged) on every request.
 
 A request is timed from sending it to reading the last byte of its stream; each is followed
 by a 5 ms pause, as a CLI runs tools between its requests. Added latency =
@@ -134,24 +137,40 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
                 gateway_url = f"{daemon.url}/gateway/anthropic{sent['path']}"
                 direct_headers = {**headers, "x-api-key": "sk-test"}
                 gateway_headers = {**headers, "x-api-key": credential}
-                for _ in range(5):  # warm both paths' connections
+                attach = {"engine": "claude", "cwd": str(work), "pid": os.getpid()}
+                status, attached = await call(session, daemon, "POST", "/attach", attach)
+                if status != 201:
+                    msg = f"the daemon refused the session: {attached}"
+                    raise RuntimeError(msg)
+                base = attached["launch"]["env"]["ANTHROPIC_BASE_URL"]
+                attached_url = f"{base}{sent['path']}"
+                for _ in range(5):  # warm every path's connections
                     await timed(session, direct_url, body, direct_headers)
                     await timed(session, gateway_url, body, gateway_headers)
+                    await timed(session, attached_url, body, direct_headers)
                 direct: list[float] = []
                 through: list[float] = []
+                person: list[float] = []
                 for _ in range(requests):
                     direct.append(await timed(session, direct_url, body, direct_headers))
                     await asyncio.sleep(GAP)
                     through.append(await timed(session, gateway_url, body, gateway_headers))
                     await asyncio.sleep(GAP)
+                    person.append(await timed(session, attached_url, body, direct_headers))
+                    await asyncio.sleep(GAP)
                 status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
         finally:
             await asyncio.to_thread(daemon.close)
-    ours, theirs = summary(through), summary(direct)
+    ours, theirs, own = summary(through), summary(direct), summary(person)
     return {
         "request_bytes": len(body),
         "direct": theirs,
         "gateway": ours,
+        "attached": own,
+        "attached_added_median_ms": round(own["median_ms"] - theirs["median_ms"], 3),
+        "attached_paired_added_median_ms": ms(
+            statistics.median(t - d for t, d in zip(person, direct, strict=True))
+        ),
         "added_median_ms": round(ours["median_ms"] - theirs["median_ms"], 3),
         "added_p99_ms": round(ours["p99_ms"] - theirs["p99_ms"], 3),
         "paired_added_median_ms": ms(
@@ -190,6 +209,9 @@ def table(report: dict[str, Any]) -> str:
             f"  gateway  median {g['median_ms']} ms, p99 {g['p99_ms']} ms (min {g['min_ms']})",
             f"  added: median {report['added_median_ms']} ms, p99 {report['added_p99_ms']} ms, "
             f"median of pairs {report['paired_added_median_ms']} ms",
+            f"  attached (condensate claude) median {report['attached']['median_ms']} ms: added "
+            f"{report['attached_added_median_ms']} ms, median of pairs "
+            f"{report['attached_paired_added_median_ms']} ms",
         ]
     )
 

@@ -16,7 +16,8 @@ SCRIPT = ROOT / "benchmarks" / "gateway_latency.py"
 def test_gateway_latency_prints_one_consistent_json_report() -> None:
     """``gateway_latency.py --json --requests 5`` exits 0 and prints one JSON object: both
     sides timed with positive medians no larger than their p99s, the added figures their
-    differences, and every gateway request logged on the thread as a call."""
+    differences (a person's own session through the pass in its base URL too), and every
+    gateway request logged on the thread as a call."""
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--json", "--requests", "5"],
         cwd=ROOT,
@@ -30,10 +31,12 @@ def test_gateway_latency_prints_one_consistent_json_report() -> None:
     assert report["benchmark"] == "gateway_latency"
     assert report["requests"] == 5
     assert report["request_bytes"] > 10_000  # a real Claude Code request
-    for side in ("direct", "gateway"):
+    for side in ("direct", "gateway", "attached"):
         figures = report[side]
         assert 0 < figures["min_ms"] <= figures["median_ms"] <= figures["p99_ms"]
     added = report["gateway"]["median_ms"] - report["direct"]["median_ms"]
     assert abs(report["added_median_ms"] - added) < 0.01
+    attached = report["attached"]["median_ms"] - report["direct"]["median_ms"]
+    assert abs(report["attached_added_median_ms"] - attached) < 0.01
     # The CLI's first call, five warm-ups and the five timed requests, each logged.
     assert report["calls_logged"] >= 1 + 5 + 5
