@@ -46,6 +46,7 @@ from condensate.gateway.dialects import APIS, DIALECTS, Api, dialect
 from condensate.gateway.passes import ATTACHED, Pass, Passes, PassRefused
 from condensate.gateway.passes import PREFIX as PASS_PREFIX
 from condensate.gateway.wire import (
+    NOTICE_MARK,
     TEXT_EVENTS,
     USAGE_EVENTS,
     Insertion,
@@ -203,6 +204,11 @@ class GatewayAdmitter(Protocol):
         """Where an agent-reset thread's context starts again (None: nowhere)."""
         ...
 
+    def person_notice(self, thread_id: str) -> str | None:
+        """A line for the person whose own CLI sent the request, when windows were taken
+        since they were last told (None: nothing to tell)."""
+        ...
+
     async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> bool:
         """A request's conversation, for a thread whose log it is (a person's own CLI
         session): logged where it goes on past the log, before anything is decided. True for
@@ -227,6 +233,9 @@ class _Call:
     session: str | None = None
     tail: str = ""
     """The endpoint's path under the API's base (the pass taken out of it)."""
+    notice: str | None = None
+    """A line for the person, put first in the reply (a window was taken for their own CLI's
+    session)."""
     own_credential: bool = False
     """The request carries the person's own credential (their CLI's login, its pass in the
     base URL): it goes on with it, not with the daemon's."""
@@ -414,31 +423,43 @@ class Gateway:
             if own is not None:  # its reply's count is read, no more
                 call.shape = dialect(api).shape(own)
         elif call.model_call:
-            admitter, thread = self.admitter, grant.thread_id
-            document: Mapping[str, Any] | None = None
-            compacting = False
-            if admitter is not None and admitter.rewrites(thread):
-                document = _json_object(body)
-                if document is not None:
-                    compacting = await admitter.heard(thread, dialect(api).conversation(document))
-                    await admitter.caught_up(thread, dialect(api).newest_result(document))
-            # Asked once: the bound and the measurement both decide against them.
-            shown = admitter.receipts(thread) if admitter is not None else {}
-            clamped = admitter.clamps(thread) if admitter is not None else Clamps()
-            gate = admitter.gate(thread) if admitter is not None and not compacting else None
-            cut = admitter.reset_cut(thread) if admitter is not None else None
-            rewrite = _Rewrite(shown, cut, clamped)
-            if cut is None and document is None and self._surely_under(call, body, rewrite, gate):
-                call.later = call.own = body
-            elif document is not None or (document := _json_object(body)) is not None:
-                admitted = await self._admit(call, document, body, rewrite, gate)
-                if isinstance(admitted, web.Response):
-                    return admitted
-                body = admitted
+            prepared = await self._model_call(call, body)
+            if isinstance(prepared, web.Response):
+                return prepared
+            body = prepared
         response = await self._forward(request, call, tail, body)
         if call.model_call and self.observer is not None:
             self.observer.ended(api, time.perf_counter() - started)
         return response
+
+    async def _model_call(self, call: _Call, body: bytes) -> bytes | web.Response:
+        """The body of a model call of the thread's own conversation as it is to go on (the
+        view applied), or Condensate's own reply when the runtime ends the CLI's turn."""
+        admitter, thread, api = self.admitter, call.grant.thread_id, call.api
+        document: Mapping[str, Any] | None = None
+        compacting = False
+        if admitter is not None and admitter.rewrites(thread):
+            body = _without_notices(api, body)
+            document = _json_object(body)
+            if document is not None:
+                compacting = await admitter.heard(thread, dialect(api).conversation(document))
+                await admitter.caught_up(thread, dialect(api).newest_result(document))
+        # Asked once: the bound and the measurement both decide against them.
+        shown = admitter.receipts(thread) if admitter is not None else {}
+        clamped = admitter.clamps(thread) if admitter is not None else Clamps()
+        gate = admitter.gate(thread) if admitter is not None and not compacting else None
+        cut = admitter.reset_cut(thread) if admitter is not None else None
+        rewrite = _Rewrite(shown, cut, clamped)
+        if cut is None and document is None and self._surely_under(call, body, rewrite, gate):
+            call.later = call.own = body
+        elif document is not None or (document := _json_object(body)) is not None:
+            admitted = await self._admit(call, document, body, rewrite, gate)
+            if isinstance(admitted, web.Response):
+                return admitted
+            body = admitted
+            if admitter is not None and not compacting:
+                call.notice = admitter.person_notice(thread)
+        return body
 
     async def _forward(
         self, request: web.Request, call: _Call, tail: str, body: bytes
@@ -655,6 +676,9 @@ class Gateway:
                     call.thinking.read_body(reply)
                 if call.usage.seen:
                     self._announce(call)
+            if call.notice and upstream.status == 200:
+                with contextlib.suppress(ValueError):
+                    data = _dumps(dialect(call.api).noticed_reply(_loads(data), call.notice))
             whole = web.Response(body=data, status=upstream.status, headers=headers)
             with contextlib.suppress(ConnectionResetError):
                 await whole.prepare(request)
@@ -692,6 +716,9 @@ class Gateway:
             self._answered_error(call, upstream, None)
         response = web.StreamResponse(status=upstream.status, headers=headers)
         await response.prepare(request)
+        edit = dialect(call.api).noticed_stream(call.notice) if call.notice else None
+        if upstream.status != 200:
+            edit = None
         splitter = SseSplitter(wanted=USAGE_EVENTS)
         tell = self._streaming_to(call) if upstream.status == 200 else None
         texts = SseSplitter(wanted=TEXT_EVENTS) if tell is not None else None
@@ -716,7 +743,7 @@ class Gateway:
                     for data in texts.feed(chunk):
                         tell(text_delta(data))
                 try:
-                    await response.write(chunk)
+                    await response.write(chunk if edit is None else edit.feed(chunk))
                 except ConnectionResetError:  # aiohttp's reset errors are this too
                     log.info("gateway_client_left", thread=call.grant.thread_id)
                     return response
@@ -728,6 +755,8 @@ class Gateway:
             self._failed(call, cut)
             response.force_close()
         with contextlib.suppress(ConnectionResetError):
+            if edit is not None:
+                await response.write(edit.end())
             await response.write_eof()
         return response
 
@@ -847,6 +876,18 @@ async def _body(request: web.Request) -> bytes | None:
                 return None
             parts.append(chunk)
     return b"".join(parts)
+
+
+def _without_notices(api: Api, body: bytes) -> bytes:
+    """The request without the lines for the person the gateway put in earlier replies
+    (parsed by Python's own reader: the rest goes on exactly)."""
+    if NOTICE_MARK.encode() not in body:
+        return body
+    try:
+        stripped = dialect(api).without_notices(json.loads(body))
+    except ValueError:
+        return body
+    return body if stripped is None else _dumps(stripped)
 
 
 def _pass_in_path(tail: str, headers: Mapping[str, str]) -> tuple[str, str, bool]:

@@ -249,6 +249,11 @@ HELD_MARK = "[condensate]"
 model's words."""
 
 
+NOTICE_MARK = "[condensate window]"
+"""How the line a person's CLI shows when a window was taken begins: the gateway puts it
+first in the reply and takes it out of every later request (the provider never sees it)."""
+
+
 def held_text(reason: str) -> str:
     return f"{HELD_MARK} {reason}"
 

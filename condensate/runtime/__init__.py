@@ -307,6 +307,12 @@ class Runtime:
             return None
         return attached.cut(thread) if thread.spec.attached else admission.reset_cut(thread)
 
+    def person_notice(self, thread_id: str) -> str | None:
+        """A line for the person in their own CLI's conversation: the windows taken since
+        they were last told."""
+        thread = self.threads.get(thread_id)
+        return None if thread is None else attached.notice(thread)
+
     async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> bool:
         """A request of a person's own CLI session: its conversation goes to the log; True
         for the CLI's own compaction request (never held)."""

@@ -42,7 +42,7 @@ from condensate.events import (
     Window,
     WindowTrigger,
 )
-from condensate.gateway.wire import HELD_MARK
+from condensate.gateway.wire import HELD_MARK, NOTICE_MARK
 from condensate.runtime.gateway_port import ResetCut
 from condensate.runtime.thread import Services, Thread
 
@@ -77,6 +77,10 @@ class AttachedSession:
     keys: list[str] | None = None
     """What each logged message event of the session is (None: not read from the log yet)."""
     seqs: list[int] = field(default_factory=list)
+    noticed: int = 0
+    """The seq of the last window the person was told of (in the CLI's conversation)."""
+    own_drops: set[int] = field(default_factory=set)
+    """The drop windows the session's changed conversations made: not told, the CLI did it."""
     compactions: int = -1
     """The length of the conversation the CLI last asked to compact (said once for it)."""
     positions: list[int] = field(default_factory=list)
@@ -251,7 +255,7 @@ async def _logged(
             session.keys, session.seqs = [], []
             if stored:
                 usage = runtime.usage(thread)
-                await runtime.append(
+                drop, _ = await runtime.append(
                     thread,
                     [
                         _dropped_before(stored[0].seq, last, usage, runtime.clock()),
@@ -260,6 +264,7 @@ async def _logged(
                         ),
                     ],
                 )
+                session.own_drops.add(drop.seq)
             log.info("attached_conversation_changed", thread=thread.thread_id, messages=len(placed))
         session.keys += [p.key for p in new]
         session.seqs += [s.seq for s in stored]
@@ -275,6 +280,22 @@ def _since_last_change(events: list[Stored]) -> list[Stored]:
         if isinstance(event, Window) and event.trigger.reason == CHANGED_REASON:
             start = event.keep_from or 0
     return [s for s in events if s.seq >= start and isinstance(s.event, LOGGED)]
+
+
+def notice(thread: Thread) -> str | None:
+    """One line for the person, in their CLI's conversation, when windows were taken since
+    they were last told: what each took and freed, and where the context stands against its
+    line; None otherwise (no noise)."""
+    session = thread.engine
+    if not isinstance(session, AttachedSession):
+        return None
+    view = thread.projection
+    new = [w for w in view.windows if w.seq > session.noticed and w.seq not in session.own_drops]
+    if not new:
+        return None
+    session.noticed = max(w.seq for w in new)
+    taken = "; ".join(f"{w.kind} freed ~{w.freed:,} tokens" for w in new)
+    return f"{NOTICE_MARK} {taken}."
 
 
 def cut(thread: Thread) -> ResetCut | None:

@@ -43,12 +43,14 @@ def person(tmp_path: Path, workdir: Path) -> dict[str, str]:
     return env
 
 
-def typed(term: Terminal, text: str, reply: str, seconds: float = 60.0) -> None:
-    """Type ``text`` at Claude Code's prompt, Enter, and wait for ``reply`` on the screen."""
+def typed(term: Terminal, text: str, reply: str, seconds: float = 60.0) -> str:
+    """Type ``text`` at Claude Code's prompt, Enter, and wait for ``reply`` on the screen:
+    the screen then."""
     term.child.send(text)
     term.until(lambda: text in term.text(), f"{text!r} typed")
     term.child.send("\r")
     term.until(lambda: reply in term.text(), repr(reply), seconds)
+    return term.text()
 
 
 def all_events(client: DaemonClient, thread: str) -> list[dict[str, Any]]:
@@ -67,8 +69,9 @@ async def test_a_long_interactive_session_is_managed_in_flight(
 ) -> None:
     """Six steps, each reading a long output, run the session past its line: windows are
     taken in flight (the CLI never restarted), no request the provider got was over the
-    thread's ceiling, none was refused for its signed thinking; the person's ``/compact`` is
-    the CLI's own (logged as a changed conversation); quitting ends the session."""
+    thread's ceiling, none was refused for its signed thinking, the person saw a line for each
+    window; the person's ``/compact`` is the CLI's own (logged as a changed conversation);
+    quitting ends the session."""
     # The model's real window (1M), the operator's cap on Claude Code's ceiling at 60,000 so
     # that six long outputs pass the line.
     async with FakeModelServer(window=1_000_000) as fake:
@@ -96,8 +99,10 @@ async def test_a_long_interactive_session_is_managed_in_flight(
                 await anyio.to_thread.run_sync(
                     term.until, lambda: PROMPT in term.text(), "Claude Code's prompt"
                 )
-                for step in range(STEPS):
+                screens = [
                     await anyio.to_thread.run_sync(typed, term, f"step {step}", f"step {step} read")
+                    for step in range(STEPS)
+                ]
                 await anyio.to_thread.run_sync(typed, term, "/compact", "Compacted")
                 await anyio.to_thread.run_sync(typed, term, "go on", "after compact")
                 term.child.send("/exit")
@@ -123,6 +128,8 @@ async def test_a_long_interactive_session_is_managed_in_flight(
     assert max(prompts) <= ceiling, (prompts, ceiling)
     lines = [e["code"] for e in events if e["kind"] == "system.line"]
     assert "cli-conversation-changed" in lines
+    # The person saw each window in their conversation, as one line.
+    assert any("[condensate window] summary freed" in screen for screen in screens)
     assert not any(e["kind"] == "engine.notice" for e in events)  # never restarted
     assert events[-1]["kind"] == "turn.ended"
     assert events[-1]["outcome"] == "completed"

@@ -5,6 +5,7 @@ with the session's pass in its path."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -253,3 +254,73 @@ async def test_a_session_whose_wrapper_is_gone_ends(tmp_path: Path) -> None:
     (ended,) = [e for e in events if isinstance(e, TurnEnded)]
     assert ended.outcome == "failed"
     assert f"pid {wrapper.pid}" in ended.reason
+
+
+async def test_the_person_is_told_once_of_a_window_and_the_provider_never_sees_it(
+    tmp_path: Path,
+) -> None:
+    """A window taken: the next reply starts with one line for the person (what was taken,
+    what it freed), streamed as its own first block with the others moved one on; the request
+    after it comes back with that line in the CLI's history and reaches the provider without
+    it; the reply after that says nothing more."""
+    async with FakeModelServer() as fake:
+        fake.queue(Text("a"), Text("b"), Text("c"), model=MODEL)
+        async with runtime_on(tmp_path / "home", fake) as runtime:
+            thread, base = await attached(runtime, tmp_path)
+            history = [user("task"), bash("c1", "cat big.log"), result("c1", "x" * 4000)]
+            await send(base, history)
+            await runtime.append(thread, summary_window(runtime, thread))
+            streamed = await send_streamed(base, history)
+            told = [b for b in streamed if b["type"] == "text"]
+            assert told[0]["text"].startswith("[condensate window] summary freed ~")
+            assert told[1]["text"] == "b"
+            history += [{"role": "assistant", "content": streamed}, user("go on")]
+            third = await send(base, history)
+    assert [b["text"] for b in third["content"] if b["type"] == "text"] == ["c"]
+    last = [r for r in fake.requests if r.endpoint == "messages"][-1]
+    assert "[condensate window]" not in str(last.body)
+
+
+def summary_window(runtime: Runtime, thread: Thread) -> Window:
+    """A summary of everything the view holds, as an operator's answer would take it."""
+    usage = runtime.usage(thread)
+    trigger = WindowTrigger(
+        used=usage.used,
+        line=usage.line,
+        ceiling=usage.ceiling,
+        window=usage.window,
+        freed=1000,
+        reason="test",
+    )
+    return Window(
+        at=runtime.clock(),
+        window_kind="summary",
+        cut=thread.projection.last_seq,
+        summary="SUMMARY: read big.log.",
+        author="operator",
+        trigger=trigger,
+    )
+
+
+async def send_streamed(base: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A streamed request as Claude Code sends it: the reply's blocks, rebuilt from its
+    events by index."""
+    body = {"model": MODEL, "max_tokens": 200, "messages": messages, "stream": True}
+    headers = {"x-api-key": "sk-person", "anthropic-version": "2023-06-01"}
+    blocks: dict[int, dict[str, Any]] = {}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base}/v1/messages", json=body, headers=headers) as reply,
+    ):
+        assert reply.status == 200, await reply.text()
+        raw = await reply.read()
+    for event in raw.decode().split("\n\n"):
+        data = [line[5:].strip() for line in event.splitlines() if line.startswith("data:")]
+        if not data:
+            continue
+        item = json.loads(data[0])
+        if item["type"] == "content_block_start":
+            blocks[item["index"]] = dict(item["content_block"])
+        elif item["type"] == "content_block_delta" and item["delta"]["type"] == "text_delta":
+            blocks[item["index"]]["text"] += item["delta"]["text"]
+    return [blocks[i] for i in sorted(blocks)]

@@ -21,6 +21,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from structlog.testing import capture_logs
 
+from condensate.core.messages import Message
 from condensate.engine.registry import installed
 from condensate.events import ModelUsage
 from condensate.gateway import Gateway, Passes, Upstream
@@ -151,6 +152,12 @@ class NoRewrites:
 
     def notices(self, thread_id: str, model: str, size: int) -> Notices:
         return Notices()
+
+    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> bool:
+        return False
+
+    def person_notice(self, thread_id: str) -> str | None:
+        return None
 
 
 @dataclass

@@ -19,6 +19,14 @@ from condensate.runtime.gateway_port import Clamps, NewestResult, Notice, ResetC
 Api = Literal["anthropic", "openai"]
 
 
+class StreamEdit(Protocol):
+    """A change to a streamed reply, fed its bytes as they come."""
+
+    def feed(self, chunk: bytes) -> bytes: ...
+
+    def end(self) -> bytes: ...
+
+
 class Dialect(Protocol):
     """One API's wire format, as the gateway needs it (a module satisfies it)."""
 
@@ -89,6 +97,21 @@ class Dialect(Protocol):
     def with_clamps(self, body: Mapping[str, Any], found: Clamps) -> tuple[dict[str, Any], int]: ...
 
     def with_reset(self, body: Mapping[str, Any], cut: ResetCut) -> tuple[dict[str, Any], bool]: ...
+
+    def without_notices(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``body`` without the lines for the person the gateway put first in earlier replies
+        (the provider never sent them); None when it holds none."""
+        ...
+
+    def noticed_reply(self, reply: Any, text: str) -> Any:
+        """A reply (not streamed) with a line for the person first (as it was, where the API
+        takes none)."""
+        ...
+
+    def noticed_stream(self, text: str) -> StreamEdit | None:
+        """What puts a line for the person first in a streamed reply (None: the API takes
+        none)."""
+        ...
 
     def conversation(self, body: Mapping[str, Any]) -> list[tuple[int, Message]]:
         """The request's conversation, provider-neutral, each message with its position in

@@ -6,14 +6,17 @@ Errors, Prompt caching)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from condensate.core import clamps
 from condensate.core.messages import Block, Message, Text, Thinking, ToolOutput, ToolUse
 from condensate.gateway.binding import BINDING_MODELS, canonical_digest, keep_valid
 from condensate.gateway.wire import (
+    NOTICE_MARK,
     Insertion,
     ReplyUsage,
     RequestShape,
@@ -528,3 +531,104 @@ def with_breakpoint(body: Mapping[str, Any], index: int) -> dict[str, Any]:
     marked = {**message, "content": [*blocks[:-1], {**last, "cache_control": BREAKPOINT}]}
     out["messages"] = [*messages[:index], marked, *messages[index + 1 :]]
     return out
+
+
+# -- a line for the person, in their CLI's conversation ------------------------------------------
+
+
+def without_notices(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``body`` without the lines the gateway put first in earlier replies (the provider never
+    sent them); None when it holds none."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    found = False
+    out: list[Any] = []
+    for message in messages:
+        content = message.get("content") if _role(message) == "assistant" else None
+        kept = [b for b in content if not _notice_block(b)] if isinstance(content, list) else None
+        if kept is not None and content is not None and len(kept) != len(content):
+            found = True
+            out.append({**message, "content": kept})
+        else:
+            out.append(message)
+    return {**body, "messages": out} if found else None
+
+
+def _notice_block(block: Any) -> bool:
+    return (
+        isinstance(block, Mapping)
+        and block.get("type") == "text"
+        and str(block.get("text") or "").startswith(NOTICE_MARK)
+    )
+
+
+def noticed_reply(reply: Any, text: str) -> Any:
+    """A reply (not streamed) with ``text`` as its first block."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("content"), list):
+        return reply
+    return {**reply, "content": [{"type": "text", "text": text}, *reply["content"]]}
+
+
+@dataclass
+class NoticedStream:
+    """A streamed reply with a text block put first: after ``message_start``, the block's
+    own events at index 0; every later block one index on."""
+
+    text: str
+    buffer: bytes = b""
+    told: bool = False
+
+    def feed(self, chunk: bytes) -> bytes:
+        self.buffer += chunk
+        *events, self.buffer = self.buffer.split(b"\n\n")
+        return b"".join(self._event(event) for event in events)
+
+    def end(self) -> bytes:
+        rest, self.buffer = self.buffer, b""
+        return rest
+
+    def _event(self, raw: bytes) -> bytes:
+        if b"content_block_" not in raw:
+            out = raw + b"\n\n"
+            if not self.told and b"message_start" in raw:
+                self.told = True
+                out += _notice_events(self.text)
+            return out
+        name, data = _parsed_event(raw)
+        if data is None or not isinstance(data.get("index"), int):
+            return raw + b"\n\n"
+        return sse(name, {**data, "index": data["index"] + 1})
+
+
+def _notice_events(text: str) -> bytes:
+    block = {"type": "text", "text": ""}
+    delta = {"type": "text_delta", "text": text}
+    return b"".join(
+        [
+            sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": block},
+            ),
+            sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+            sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ]
+    )
+
+
+def _parsed_event(raw: bytes) -> tuple[str, Any]:
+    name = ""
+    data: list[bytes] = []
+    for line in raw.replace(b"\r", b"").split(b"\n"):
+        if line.startswith(b"event:"):
+            name = line[6:].strip().decode()
+        elif line.startswith(b"data:"):
+            data.append(line[5:].lstrip())
+    try:
+        return name, json.loads(b"\n".join(data))
+    except ValueError:
+        return name, None
+
+
+def noticed_stream(text: str) -> NoticedStream:
+    return NoticedStream(text)

@@ -499,3 +499,20 @@ def with_insertions(
             for t in added[at]
         ]
     return ({**body, "input": items}, carried) if carried else (dict(body), ())
+
+
+# -- a line for the person, in their CLI's conversation ------------------------------------------
+# Codex's replies carry none yet: its streamed items are numbered by output index, which a
+# line put first would shift (its own TUI shows Condensate's windows in no other way).
+
+
+def without_notices(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    return None
+
+
+def noticed_reply(reply: Any, text: str) -> Any:
+    return reply
+
+
+def noticed_stream(text: str) -> None:
+    return None
