@@ -18,7 +18,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 import anyio
@@ -86,8 +86,9 @@ HOP_BY_HOP = frozenset(
     }
 )
 CLIENT_CREDENTIALS = frozenset({"x-api-key", "authorization"})
-MAX_REQUEST = 64 * 1024 * 1024
-"""Twice the largest request Anthropic's API takes (32 MB)."""
+OFF_LOOP_BYTES = 1 << 20
+"""A request larger than this is counted and rewritten in a worker thread."""
+_T = TypeVar("_T")
 OAUTH_BETA = "oauth-2025-04-20"
 """The beta flag Anthropic's API wants beside a subscription's OAuth bearer token."""
 
@@ -408,13 +409,15 @@ class Gateway:
                 f"{dialect(api).ENDPOINTS_TEXT}."
             )
             return _error(api, 404, "not-an-endpoint", detail)
+        limit = dialect(api).MAX_REQUEST
         try:
-            body = await _body(request)
+            body = await _body(request, limit)
         except TimeoutError:
             detail = f"The request's body did not arrive within {BODY_TIMEOUT:g} s."
             return _error(api, 408, "body-timeout", detail)
         if body is None:
-            return _error(api, 413, "request-too-large", f"A request may hold {MAX_REQUEST} bytes.")
+            detail = f"A request may hold {limit:,} bytes ({dialect(api).MAX_REQUEST_TEXT})."
+            return _error(api, 413, "request-too-large", detail)
         call = _Call(grant, api, None, session=named, tail=tail, own_credential=own_login)
         call.model_call = request.method == "POST" and tail in dialect(api).PATHS
         call.side = call.model_call and dialect(api).side_request(request.headers)
@@ -570,8 +573,11 @@ class Gateway:
         CLI's turn instead."""
         thread = call.grant.thread_id
         admitter = self.admitter
+        # A large request is counted and written off the event loop: every other session's
+        # requests (and the API) go on meanwhile.
+        big = len(body) > OFF_LOOP_BYTES
         projected, changed = rewrite.apply(call.api, document)
-        size = self._measure(call, projected)
+        size = await _off_loop(big, self._measure, call, projected)
         if admitter is not None and gate is not None and size > gate:
             verdict = await admitter.admit(thread, size, dialect(call.api).result_ids(projected))
             if not verdict.forward:
@@ -581,7 +587,7 @@ class Gateway:
             if fresh != rewrite.shown or clamped != rewrite.clamped or cut != rewrite.cut:
                 rewrite = _Rewrite(fresh, cut, clamped)
                 projected, changed = rewrite.apply(call.api, document)
-                self._measure(call, projected)
+                await _off_loop(big, self._measure, call, projected)
         assert call.shape is not None
         notices = Notices()
         if admitter is not None and admitter.rewrites(thread):
@@ -595,9 +601,15 @@ class Gateway:
         if not changed and not edits and not edits.ledger.produced:
             call.own = body
             return body  # byte for byte as the CLI sent it
-        # What goes on is written from Python's own parse: orjson reads an integer past 64
-        # bits as a float, and the provider must get the CLI's request exactly, but for what
-        # the view rewrites and the notices it carries.
+        return await _off_loop(big, self._rewritten, call, body, rewrite, edits, notices)
+
+    def _rewritten(
+        self, call: _Call, body: bytes, rewrite: _Rewrite, edits: _SessionEdits, notices: Notices
+    ) -> bytes:
+        """The request as it goes on. What goes on is written from Python's own parse:
+        orjson reads an integer past 64 bits as a float, and the provider must get the CLI's
+        request exactly, but for what the view rewrites and the notices it carries."""
+        assert call.shape is not None
         original = json.loads(body)
         exact, carried = dialect(call.api).with_insertions(original, edits.insertions)
         call.warned = notices.warning is not None and notices.warning.key in carried
@@ -864,18 +876,27 @@ def _forwarded(
     return out
 
 
-async def _body(request: web.Request) -> bytes | None:
+async def _body(request: web.Request, limit: int) -> bytes | None:
     """The request's body, read past the API's 1 MiB cap (a long conversation is tens of
-    megabytes) up to ``MAX_REQUEST``; None above it."""
+    megabytes) up to ``limit``; None above it (refused by its declared length unread)."""
+    if request.content_length is not None and request.content_length > limit:
+        return None
     parts: list[bytes] = []
     size = 0
     with anyio.fail_after(BODY_TIMEOUT):
         async for chunk in request.content.iter_chunked(1 << 16):
             size += len(chunk)
-            if size > MAX_REQUEST:
+            if size > limit:
                 return None
             parts.append(chunk)
     return b"".join(parts)
+
+
+async def _off_loop(big: bool, work: Callable[..., _T], *args: Any) -> _T:
+    """``work(*args)``, in a worker thread when ``big``."""
+    if not big:
+        return work(*args)
+    return await anyio.to_thread.run_sync(work, *args)
 
 
 def _without_notices(api: Api, body: bytes) -> bytes:

@@ -5,12 +5,15 @@ with the session's pass in its path."""
 
 from __future__ import annotations
 
+import io
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import anyio
+import pytest
 
 from condensate.engine import ThreadSpec
 from condensate.events import (
@@ -22,6 +25,7 @@ from condensate.events import (
     Window,
     WindowTrigger,
 )
+from condensate.gateway import Gateway
 from condensate.runtime import Runtime
 from condensate.runtime.thread import Thread
 from condensate.testing.fake_model import FakeModelServer, Text
@@ -64,11 +68,16 @@ async def attached(runtime: Runtime, tmp_path: Path, manage: bool = True) -> tup
 
 
 async def send(base: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    body = {"model": MODEL, "max_tokens": 200, "messages": messages}
-    headers = {"x-api-key": "sk-person", "anthropic-version": "2023-06-01"}
+    body = json.dumps({"model": MODEL, "max_tokens": 200, "messages": messages}).encode()
+    headers = {
+        "x-api-key": "sk-person",
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
     async with (
         aiohttp.ClientSession() as session,
-        session.post(f"{base}/v1/messages", json=body, headers=headers) as reply,
+        # A stream, not bytes: aiohttp warns of a large body sent at once.
+        session.post(f"{base}/v1/messages", data=io.BytesIO(body), headers=headers) as reply,
     ):
         assert reply.status == 200, await reply.text()
         answer: dict[str, Any] = await reply.json()
@@ -324,3 +333,59 @@ async def send_streamed(base: str, messages: list[dict[str, Any]]) -> list[dict[
         elif item["type"] == "content_block_delta" and item["delta"]["type"] == "text_delta":
             blocks[item["index"]]["text"] += item["delta"]["text"]
     return [blocks[i] for i in sorted(blocks)]
+
+
+async def test_a_request_past_the_apis_limit_is_refused_unread(tmp_path: Path) -> None:
+    """A Messages request over the API's 32 MB is answered 413 ``request_too_large`` as
+    Anthropic words it, never parsed or forwarded."""
+    async with FakeModelServer() as fake, runtime_on(tmp_path / "home", fake) as runtime:
+        _, base = await attached(runtime, tmp_path)
+        huge = (
+            b'{"model":"claude-opus-5-5","messages":[{"role":"user","content":"'
+            + (b"x" * (33 * 1024 * 1024))
+            + b'"}]}'
+        )
+        headers = {"x-api-key": "sk-person", "content-type": "application/json"}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{base}/v1/messages", data=io.BytesIO(huge), headers=headers) as reply,
+        ):
+            status, answer = reply.status, await reply.json()
+    assert status == 413
+    assert answer["error"]["type"] == "request_too_large"
+    assert [r for r in fake.requests if r.endpoint == "messages"] == []
+
+
+async def test_a_large_request_is_counted_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a request of several megabytes is counted, the daemon's event loop goes on
+    (another task ticks meanwhile): the counting runs in a worker thread."""
+    spans: list[tuple[float, float]] = []
+    measure = Gateway._measure
+
+    def slow_measure(self: Gateway, call: Any, document: Any) -> int:
+        began = time.monotonic()
+        time.sleep(0.3)  # a count as long as a big request's
+        size = measure(self, call, document)
+        spans.append((began, time.monotonic()))
+        return size
+
+    monkeypatch.setattr(Gateway, "_measure", slow_measure)
+    ticks: list[float] = []
+    async with FakeModelServer() as fake, runtime_on(tmp_path / "home", fake) as runtime:
+        fake.queue(Text("a"), model=MODEL)
+        _, base = await attached(runtime, tmp_path)
+        async with anyio.create_task_group() as tasks:
+
+            async def tick() -> None:
+                while True:
+                    ticks.append(time.monotonic())
+                    await anyio.sleep(0.01)
+
+            tasks.start_soon(tick)
+            await send(base, [user("y" * (3 * 1024 * 1024))])
+            tasks.cancel_scope.cancel()
+    assert spans
+    began, ended = spans[0]
+    assert len([t for t in ticks if began < t < ended]) >= 5

@@ -36,6 +36,9 @@ class Dialect(Protocol):
     REPLY_PREFIX: str
     ENDPOINTS_TEXT: str
     """The endpoints it forwards, as a refusal names them."""
+    MAX_REQUEST: int
+    """The largest request forwarded, in bytes: a larger one is refused unread (413)."""
+    MAX_REQUEST_TEXT: str
 
     def side_request(self, headers: Mapping[str, str]) -> bool:
         """Whether a model request is a subagent's (or another side context's), not the

@@ -34,6 +34,11 @@ ENDPOINTS = frozenset(
     {("POST", "v1/messages"), ("POST", "v1/messages/count_tokens"), ("GET", "v1/models")}
 )
 ENDPOINTS_TEXT = "POST v1/messages, POST v1/messages/count_tokens, GET v1/models[/ID]"
+MAX_REQUEST = 32 * 1024 * 1024
+MAX_REQUEST_TEXT = "the Messages API takes at most 32 MB"
+"""The API's own limit on a request (platform.claude.com/docs/en/api/overview, "Request size
+limits": 32 MB for Messages and Token Counting): a larger one is refused unread, as the
+provider would refuse it, never parsed or counted."""
 MODEL_ID = re.compile(r"v1/models/[A-Za-z0-9][A-Za-z0-9._:@-]*")
 
 

@@ -30,6 +30,9 @@ PATHS = frozenset({"responses"})
 """The endpoint whose requests are model calls (the path after ``/gateway/openai/``)."""
 ENDPOINTS = frozenset({("POST", "responses"), ("GET", "models")})
 ENDPOINTS_TEXT = "POST responses, GET models[/ID]"
+MAX_REQUEST = 64 * 1024 * 1024
+MAX_REQUEST_TEXT = "the gateway's own limit"
+"""No documented limit found for a Responses request: the gateway takes twice Anthropic's."""
 MODEL_ID = re.compile(r"models/[A-Za-z0-9][A-Za-z0-9._:@-]*")
 
 
