@@ -259,3 +259,44 @@ async def post_messages(base: str, messages: list[dict[str, Any]]) -> int:
     ):
         await answer.read()
         return answer.status
+
+
+async def test_a_subagent_of_the_persons_claude_is_its_own(tmp_path: Path, workdir: Path) -> None:
+    """The person's Claude Code starts a subagent (its Task tool): the subagent's requests are
+    forwarded as sent and billed to the session as side calls, and nothing of the subagent's
+    own conversation is logged as the session's."""
+    async with FakeModelServer(window=200_000, api_key=PERSON_KEY) as fake:
+        task = {
+            "description": "count",
+            "prompt": "Count to three, please.",
+            "subagent_type": "general-purpose",
+        }
+        fake.queue(
+            # The main session and its subagent each take the next reply, in whatever order
+            # Claude Code sends them.
+            ToolCalls([Call("Task", task)]),
+            Text("one two three"),
+            Text("the subagent counted"),
+            Text("done"),
+            model="claude-opus-5-5",
+        )
+        home = tmp_path / "daemon"
+        home.mkdir()
+        with running_daemon(home, fake.url) as daemon:
+            (tmp_path / "person").mkdir()
+            env = wrapper_env(tmp_path / "person", home)
+            done = await wrapped(env, workdir, "-p", "delegate the counting")
+            client = DaemonClient(daemon.url, daemon.token)
+            thread = client.call("GET", "/threads")["threads"][0]["id"]
+            page = client.call("GET", f"/threads/{thread}/tail?limit=500")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    side = [
+        r
+        for r in fake.requests
+        if r.endpoint == "messages" and "x-claude-code-agent-id" in {k.lower() for k in r.headers}
+    ]
+    assert side, "no subagent request reached the provider"
+    usages = [e for e in page["events"] if e["kind"] == "model.usage"]
+    assert any(u["side"] for u in usages)
+    texts = [e["text"] for e in page["events"] if e["kind"] == "message.user"]
+    assert not any("Count to three" in t for t in texts)
