@@ -10,9 +10,10 @@ both see the same machine load:
 * **gateway**: to the daemon's ``/gateway/anthropic/v1/messages`` with the pass: checked,
   measured against the thread's line, forwarded, streamed back, and its usage logged (an
   SQLite append) before the reply's last event is passed on;
-* **attached**: as a person's own Claude Code sends it through ``condensate claude``: to the
-  base URL ``POST /attach`` gave (the pass in its path), with the person's own key: also
-  read against the session's log (what goes past it is logged) on every request.
+* **attached**: as a person's own Claude Code sends it through ``condensate claude``: through
+  the wrapper's loopback relay to the base URL ``POST /attach`` gave (the pass in its path),
+  with the person's own key: also read against the session's log (what goes past it is
+  logged) on every request.
 
 A request is timed from sending it to reading the last byte of its stream; each is followed
 by a 5 ms pause, as a CLI runs tools between its requests. Added latency =
@@ -44,6 +45,7 @@ import aiohttp
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from condensate.cli.relay import Relay
 from tests.integration.daemon import REPO, DaemonProcess, call, fake_process
 from tests.integration.procs import environ_of
 
@@ -143,7 +145,9 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
                     msg = f"the daemon refused the session: {attached}"
                     raise RuntimeError(msg)
                 base = attached["launch"]["env"]["ANTHROPIC_BASE_URL"]
-                attached_url = f"{base}{sent['path']}"
+                # Through the wrapper's relay, as `condensate claude` runs the CLI.
+                relay = Relay(daemon.url)
+                attached_url = f"{base.replace(daemon.url, relay.start())}{sent['path']}"
                 for _ in range(5):  # warm every path's connections
                     await timed(session, direct_url, body, direct_headers)
                     await timed(session, gateway_url, body, gateway_headers)
@@ -158,6 +162,7 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
                     await asyncio.sleep(GAP)
                     person.append(await timed(session, attached_url, body, direct_headers))
                     await asyncio.sleep(GAP)
+                relay.stop()
                 status, shown = await call(session, daemon, "GET", f"/threads/{thread}")
         finally:
             await asyncio.to_thread(daemon.close)

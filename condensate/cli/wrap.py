@@ -4,7 +4,9 @@ their own terminal, its provider requests through the daemon's gateway.
 The wrapper asks the daemon for a thread of the session (``POST /attach``: it answers how to
 start the CLI: the binary, the arguments before the person's, the variables to add, the pass
 in the gateway's base URL), starts a daemon when none runs (and says so), runs the CLI with
-the terminal as it is, its arguments untouched, and returns its exit code. While the CLI runs
+the terminal as it is, its arguments untouched, and returns its exit code. The CLI's requests
+pass through the wrapper's own loopback relay (``relay``), so that a daemon that dies
+mid-session answers in the provider's shape rather than not at all. While the CLI runs
 the wrapper ignores the terminal's Ctrl-C and Ctrl-\\ (the CLI gets them, as without
 Condensate) and passes a hangup or a termination on to it. When the CLI exits the daemon is
 told (``POST /threads/:id/detach``); if the wrapper itself is killed, the daemon sees its
@@ -23,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 
 from condensate import api
+from condensate.cli.relay import Relay
 from condensate.client import DaemonClient, DaemonError
 from condensate.engine.registry import installed
 from condensate.settings import Settings
@@ -67,12 +70,19 @@ def cmd_wrap(settings: Settings, engine: str, argv: Sequence[str]) -> int:
         f"condensate tail -f {thread}\n"
     )
     launch = attached.launch
-    env = {**os.environ, **launch.env}
-    args = list(launch.args)
+    relay = Relay(client.url)
+    through = relay.start()
+    # The CLI reaches the daemon through the relay: a daemon that is down answers in the
+    # provider's shape (the daemon's address swapped for the relay's wherever it is given).
+    env = {**os.environ, **{k: v.replace(client.url, through) for k, v in launch.env.items()}}
+    args = [a.replace(client.url, through) for a in launch.args]
     if launch.key_variable and not has_login(launch.logins, os.environ):
         env[launch.key_variable] = launch.key  # the daemon's credential is used for it
         args += launch.keyless_args
-    code = run_in_terminal([launch.binary, *args, *cli_args], env)
+    try:
+        code = run_in_terminal([launch.binary, *args, *cli_args], env)
+    finally:
+        relay.stop()
     try:
         client.call("POST", f"/threads/{thread}/detach", {"exitCode": max(-255, min(code, 255))})
     except DaemonError as exc:

@@ -300,3 +300,39 @@ async def test_a_subagent_of_the_persons_claude_is_its_own(tmp_path: Path, workd
     assert any(u["side"] for u in usages)
     texts = [e["text"] for e in page["events"] if e["kind"] == "message.user"]
     assert not any("Count to three" in t for t in texts)
+
+
+async def test_a_daemon_that_dies_mid_session_leaves_the_cli_a_clear_error(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """The daemon killed while the person's Claude Code runs a tool: the CLI's next request
+    is answered at once, in the provider's shape and not to be retried, with a sentence
+    saying the daemon is down and how to start it; the CLI ends its turn with it (no hang)."""
+    async with FakeModelServer(window=200_000, api_key=PERSON_KEY) as fake:
+        fake.queue(
+            ToolCalls([Call("Bash", {"command": "sleep 3"})]),
+            Text("never seen"),
+            model="claude-opus-5-5",
+        )
+        home = tmp_path / "daemon"
+        home.mkdir()
+        with running_daemon(home, fake.url) as daemon:
+            (tmp_path / "person").mkdir()
+            env = wrapper_env(tmp_path / "person", home)
+            command = [sys.executable, "-m", "condensate", "claude", "-p", "wait a little"]
+            command += ["--allowedTools", "Bash(sleep:*)"]
+            async with await anyio.open_process(command, env=env, cwd=workdir) as cli:
+                with anyio.fail_after(30):
+                    while not [r for r in fake.requests if r.endpoint == "messages"]:  # noqa: ASYNC110
+                        await anyio.sleep(0.05)
+                assert daemon.process is not None
+                daemon.process.kill()
+                daemon.process.wait(timeout=10)
+                with anyio.fail_after(60):
+                    code = await cli.wait()
+                assert cli.stdout is not None
+                out = (await cli.stdout.receive()).decode()
+    assert code != 0
+    assert "daemon" in out
+    assert "is not running" in out
+    assert len([r for r in fake.requests if r.endpoint == "messages"]) == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import aiohttp
 import anyio
 import pytest
 
+from condensate.cli.relay import Relay
 from condensate.engine import ThreadSpec
 from condensate.events import (
     AssistantMessage,
@@ -389,3 +391,27 @@ async def test_a_large_request_is_counted_off_the_event_loop(
     assert spans
     began, ended = spans[0]
     assert len([t for t in ticks if began < t < ended]) >= 5
+
+
+async def test_the_relay_answers_for_a_daemon_that_is_down(tmp_path: Path) -> None:
+    """The wrapper's relay, its daemon gone: a Messages request is answered 503 in
+    Anthropic's shape with ``x-should-retry: false`` and a sentence naming the daemon; a
+    Responses request in OpenAI's."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{sock.getsockname()[1]}"  # nothing listens once closed
+    relay = Relay(gone)
+    url = relay.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{url}/gateway/anthropic/s/p/v1/messages", json={}) as r:
+                anthropic = (r.status, r.headers.get("x-should-retry"), await r.json())
+            async with session.post(f"{url}/gateway/openai/s/p/responses", json={}) as r:
+                openai = (r.status, await r.json())
+    finally:
+        relay.stop()
+    assert anthropic[:2] == (503, "false")
+    assert anthropic[2]["type"] == "error"
+    assert f"daemon at {gone} is not running" in anthropic[2]["error"]["message"]
+    assert openai[0] == 503
+    assert "is not running" in openai[1]["error"]["message"]
