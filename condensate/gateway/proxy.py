@@ -210,7 +210,9 @@ class GatewayAdmitter(Protocol):
         since they were last told (None: nothing to tell)."""
         ...
 
-    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> bool:
+    async def heard(
+        self, thread_id: str, conversation: list[tuple[int, Message]], model: str = ""
+    ) -> bool:
         """A request's conversation, for a thread whose log it is (a person's own CLI
         session): logged where it goes on past the log, before anything is decided. True for
         the CLI's own compaction request: it goes on with the view, never held."""
@@ -445,7 +447,9 @@ class Gateway:
             body = _without_notices(api, body)
             document = _json_object(body)
             if document is not None:
-                compacting = await admitter.heard(thread, dialect(api).conversation(document))
+                conversation = dialect(api).conversation(document)
+                model = str(document.get("model") or "")
+                compacting = await admitter.heard(thread, conversation, model)
                 await admitter.caught_up(thread, dialect(api).newest_result(document))
         # Asked once: the bound and the measurement both decide against them.
         shown = admitter.receipts(thread) if admitter is not None else {}

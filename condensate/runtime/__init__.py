@@ -313,13 +313,15 @@ class Runtime:
         thread = self.threads.get(thread_id)
         return None if thread is None else attached.notice(thread)
 
-    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> bool:
-        """A request of a person's own CLI session: its conversation goes to the log; True
-        for the CLI's own compaction request (never held)."""
+    async def heard(
+        self, thread_id: str, conversation: list[tuple[int, Message]], model: str = ""
+    ) -> bool:
+        """A request of a person's own CLI session, on ``model``: its conversation goes to
+        the log; True for the CLI's own compaction request (never held)."""
         thread = self.threads.get(thread_id)
         if thread is None or not thread.spec.attached:
             return False
-        return await attached.heard(self, thread, conversation)
+        return await attached.heard(self, thread, conversation, model)
 
     async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
         thread = self.threads.get(thread_id)

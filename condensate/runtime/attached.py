@@ -81,6 +81,8 @@ class AttachedSession:
     """The seq of the last window the person was told of (in the CLI's conversation)."""
     own_drops: set[int] = field(default_factory=set)
     """The drop windows the session's changed conversations made: not told, the CLI did it."""
+    model: str = ""
+    """The model the CLI's conversation last went on (a change is said in the log)."""
     compactions: int = -1
     """The length of the conversation the CLI last asked to compact (said once for it)."""
     positions: list[int] = field(default_factory=list)
@@ -201,7 +203,9 @@ def key_of(event: Event) -> str:
 LOGGED = (UserMessage, AssistantMessage, ToolResult)
 
 
-async def heard(runtime: Services, thread: Thread, conversation: list[tuple[int, Message]]) -> bool:
+async def heard(
+    runtime: Services, thread: Thread, conversation: list[tuple[int, Message]], model: str = ""
+) -> bool:
     """Log what the request's conversation holds past what the session logged; a
     conversation that no longer goes on from the log is logged whole, and the view starts
     again there (a drop window, said in a system line). True for the CLI's own compaction
@@ -210,6 +214,13 @@ async def heard(runtime: Services, thread: Thread, conversation: list[tuple[int,
     session = thread.engine
     if not isinstance(session, AttachedSession):
         return False
+    if model and session.model and model != session.model:
+        text = (
+            f"The CLI's conversation goes on on {model} (it was on {session.model}): the "
+            "person's /model, or the CLI's own choice."
+        )
+        await runtime.append(thread, SystemLine(at=runtime.clock(), code="cli-model", text=text))
+    session.model = model or session.model
     compacting = _compaction(conversation, thread.profile.info.compaction_opens)
     if compacting:
         conversation = conversation[:-1]

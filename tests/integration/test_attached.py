@@ -69,8 +69,8 @@ async def attached(runtime: Runtime, tmp_path: Path, manage: bool = True) -> tup
     return thread, runtime.attach_url(thread)
 
 
-async def send(base: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    body = json.dumps({"model": MODEL, "max_tokens": 200, "messages": messages}).encode()
+async def send(base: str, messages: list[dict[str, Any]], model: str = MODEL) -> dict[str, Any]:
+    body = json.dumps({"model": model, "max_tokens": 200, "messages": messages}).encode()
     headers = {
         "x-api-key": "sk-person",
         "anthropic-version": "2023-06-01",
@@ -415,3 +415,23 @@ async def test_the_relay_answers_for_a_daemon_that_is_down(tmp_path: Path) -> No
     assert f"daemon at {gone} is not running" in anthropic[2]["error"]["message"]
     assert openai[0] == 503
     assert "is not running" in openai[1]["error"]["message"]
+
+
+async def test_the_persons_model_change_is_logged_for_what_it_is(tmp_path: Path) -> None:
+    """The conversation goes on on another model (the person's /model): one system line
+    says so, naming both; the same model again says nothing."""
+    async with FakeModelServer() as fake:
+        fake.queue(Text("a"), Text("b"), Text("c"))
+        async with runtime_on(tmp_path / "home", fake) as runtime:
+            thread, base = await attached(runtime, tmp_path)
+            history = [user("one")]
+            await send(base, history)
+            history += [{"role": "assistant", "content": "a"}, user("two")]
+            await send(base, history, model="claude-sonnet-5-5")
+            history += [{"role": "assistant", "content": "b"}, user("three")]
+            await send(base, history, model="claude-sonnet-5-5")
+            events = await logged(runtime, thread)
+    lines = [e.text for e in events if isinstance(e, SystemLine) and e.code == "cli-model"]
+    assert len(lines) == 1
+    assert "claude-sonnet-5-5" in lines[0]
+    assert MODEL in lines[0]

@@ -153,7 +153,9 @@ class NoRewrites:
     def notices(self, thread_id: str, model: str, size: int) -> Notices:
         return Notices()
 
-    async def heard(self, thread_id: str, conversation: list[tuple[int, Message]]) -> bool:
+    async def heard(
+        self, thread_id: str, conversation: list[tuple[int, Message]], model: str = ""
+    ) -> bool:
         return False
 
     def person_notice(self, thread_id: str) -> str | None:
