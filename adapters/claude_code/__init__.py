@@ -59,6 +59,7 @@ ENGINE = EngineInfo(
     recall=True,
     own_context=("<system-reminder>",),
     compaction_opens=("CRITICAL: Respond with TEXT ONLY",),
+    announces_retries=True,
     gateway_api="anthropic",
     session_header="x-claude-code-session-id",
     providers=("anthropic",),

@@ -303,6 +303,10 @@ class EngineInfo:
     own_context: tuple[str, ...] = ()
     """How the text blocks open that the engine's CLI itself writes into the conversation
     (its environment, its instructions): an agent's reset keeps them, as fixed context."""
+    announces_retries: bool = False
+    """The engine's CLI says when it retries its provider on its own (Claude Code's
+    ``api_retry`` lines), and the engine tells the operator; else the gateway, which relays
+    the provider's errors, tells after a few in a row."""
     compaction_opens: tuple[str, ...] = ()
     """How the last user text of the CLI's own compaction request opens (Claude Code's
     ``/compact``): a person's session forwards it with Condensate's view, never holds it, and

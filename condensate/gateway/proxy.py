@@ -86,6 +86,10 @@ HOP_BY_HOP = frozenset(
     }
 )
 CLIENT_CREDENTIALS = frozenset({"x-api-key", "authorization"})
+RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+"""What the official SDKs (and so the CLIs) retry on their own (anthropic-sdk-python,
+``_should_retry``: 408, 409, 429 and any 5xx; 529 is Anthropic's overloaded)."""
+RETRIES_TOLD = 3
 OFF_LOOP_BYTES = 1 << 20
 """A request larger than this is counted and rewritten in a worker thread."""
 _T = TypeVar("_T")
@@ -151,6 +155,12 @@ class GatewayRecorder(Protocol):
 
     async def record_line(self, thread_id: str, code: str, text: str) -> None:
         """Something the gateway did that the thread's log should say (a system line)."""
+        ...
+
+    async def provider_failing(self, thread_id: str, status: int, count: int) -> None:
+        """The provider answered ``count`` model requests of the thread's session in a row
+        with an error its CLI retries (``status``, the last): the operator is told, where the
+        engine does not tell of its CLI's retries itself."""
         ...
 
     def streaming_to(self, thread_id: str, model: str | None) -> Callable[[str], None] | None:
@@ -340,6 +350,9 @@ class Gateway:
     """Requests without a good pass: anyone on the machine can send them, so one line a
     minute says how many."""
     off_endpoints: Throttled = field(default_factory=lambda: Throttled("gateway_not_an_endpoint"))
+    failing: dict[str, int] = field(default_factory=dict)
+    """Thread -> model requests in a row the provider answered with an error the CLI
+    retries."""
 
     def url(self, daemon_url: str, api: Api) -> str:
         """The base URL a CLI is given: Claude Code appends ``/v1/messages``, Codex
@@ -668,6 +681,7 @@ class Gateway:
         data: bytes | None = None,
     ) -> web.StreamResponse:
         """The reply back to the CLI as it comes (``data``: its body, already read)."""
+        await self._count_failure(call, upstream.status)
         if not call.model_call:  # a model call is logged as its model.usage
             log.info(
                 "gateway_forwarded",
@@ -705,6 +719,19 @@ class Gateway:
             # was counted and billed.
             if call.metered and call.usage.seen and not call.logged:
                 await self._log(call)
+
+    async def _count_failure(self, call: _Call, status: int) -> None:
+        """Count the thread's model requests the provider answered in a row with an error
+        the CLIs retry on their own; the operator is told at the ``RETRIES_TOLD``-th."""
+        if not call.model_call or call.side:
+            return
+        thread = call.grant.thread_id
+        if status not in RETRIED_STATUSES:
+            self.failing.pop(thread, None)
+            return
+        count = self.failing[thread] = self.failing.get(thread, 0) + 1
+        if count == RETRIES_TOLD:
+            await self.recorder.provider_failing(thread, status, count)
 
     def _answered_error(
         self, call: _Call, upstream: aiohttp.ClientResponse, data: bytes | None

@@ -347,6 +347,22 @@ class Runtime:
         if thread is not None:
             thread.restart_pending = False
 
+    async def provider_failing(self, thread_id: str, status: int, count: int) -> None:
+        """The gateway relayed ``count`` errors in a row that the thread's CLI retries on its
+        own: the operator is told (once for the run), unless the engine tells of its CLI's
+        retries itself (a person's own CLI is no engine's: always told)."""
+        thread = self.threads.get(thread_id)
+        if thread is None:
+            return
+        if thread.profile.info.announces_retries and not thread.spec.attached:
+            return
+        stop = "" if thread.spec.attached else " (condensate stop ends it now)"
+        text = (
+            f"The provider answered {count} requests in a row with {status}; the CLI retries "
+            f"on its own, and the turn runs until the provider answers or the CLI gives up{stop}."
+        )
+        await self.append(thread, SystemLine(at=self.clock(), code="provider-retrying", text=text))
+
     async def record_line(self, thread_id: str, code: str, text: str) -> None:
         """A system line the gateway has for the thread's log (dropped for a thread this
         runtime does not hold)."""

@@ -30,7 +30,7 @@ from condensate.events import (
 from condensate.gateway import Gateway
 from condensate.runtime import Runtime
 from condensate.runtime.thread import Thread
-from condensate.testing.fake_model import FakeModelServer, Text
+from condensate.testing.fake_model import Fail, FakeModelServer, Text
 from tests.integration.harness import runtime_on
 
 MODEL = "claude-opus-5-5"
@@ -435,3 +435,22 @@ async def test_the_persons_model_change_is_logged_for_what_it_is(tmp_path: Path)
     assert len(lines) == 1
     assert "claude-sonnet-5-5" in lines[0]
     assert MODEL in lines[0]
+
+
+async def test_a_persons_cli_retrying_a_failing_provider_is_told(tmp_path: Path) -> None:
+    """The provider answers a person's Claude Code 529 three times in a row (the CLI retries
+    on its own and says so only in its own terminal): the session's log says so once."""
+    async with FakeModelServer() as fake:
+        fake.queue(Fail(529), Fail(529), Fail(529), model=MODEL)
+        async with runtime_on(tmp_path / "home", fake) as runtime:
+            thread, base = await attached(runtime, tmp_path)
+            body = json.dumps({"model": MODEL, "max_tokens": 8, "messages": [user("hi")]})
+            headers = {"x-api-key": "sk-person", "content-type": "application/json"}
+            async with aiohttp.ClientSession() as session:
+                for _ in range(3):
+                    async with session.post(f"{base}/v1/messages", data=body, headers=headers) as r:
+                        assert r.status == 529
+            events = await logged(runtime, thread)
+    told = [e for e in events if isinstance(e, SystemLine) and e.code == "provider-retrying"]
+    assert len(told) == 1
+    assert "3 requests in a row with 529" in told[0].text

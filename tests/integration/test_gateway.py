@@ -60,6 +60,7 @@ class Recorder:
         self.usages: list[tuple[str, ModelUsage]] = []
         self.baselines: list[tuple[str, int]] = []
         self.lines: list[tuple[str, str, str]] = []
+        self.failing: list[tuple[str, int, int]] = []
         self.order: list[str] = []
         self.announced_at: list[float] = []
         self.done_at: list[float] = []
@@ -97,6 +98,9 @@ class Recorder:
     async def record_line(self, thread_id: str, code: str, text: str) -> None:
         self.lines.append((thread_id, code, text))
         self.order.append("line")
+
+    async def provider_failing(self, thread_id: str, status: int, count: int) -> None:
+        self.failing.append((thread_id, status, count))
 
 
 @dataclass
@@ -1281,3 +1285,22 @@ async def test_refused_passes_are_logged_once_a_minute_not_once_each(
     refused = [entry for entry in logs if entry["event"] == "gateway_refused"]
     assert len(refused) == 1
     assert refused[0]["times"] == 1
+
+
+async def test_errors_the_cli_retries_are_told_once_at_the_third_in_a_row(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """The provider answers 529 again and again: the recorder hears of it once, at the third
+    in a row (the CLI goes on retrying on its own); a success starts the count again."""
+    fake.queue(Fail(529), Fail(529), Fail(529), Fail(529), Text("up"), Fail(529), Fail(529))
+    async with serving(upstream_for(fake)) as served:
+        key = served.key()
+        statuses = []
+        for _ in range(7):
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [user("hi")]}
+            async with http.post(served.anthropic(), json=body, headers=key) as answer:
+                statuses.append(answer.status)
+                await answer.read()
+        failing = served.recorder.failing
+    assert statuses == [529, 529, 529, 529, 200, 529, 529]
+    assert failing == [(THREAD, 529, 3)]
