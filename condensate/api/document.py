@@ -397,7 +397,7 @@ def _parameters(operation: Operation) -> list[dict[str, Any]]:
                 "in": "query",
                 "required": False,
                 "description": description,
-                "schema": {"type": "integer"},
+                "schema": INT64_SCHEMA,
             }
         )
     for name, description in operation.headers:
@@ -407,10 +407,14 @@ def _parameters(operation: Operation) -> list[dict[str, Any]]:
                 "in": "header",
                 "required": False,
                 "description": description,
-                "schema": {"type": "integer"},
+                "schema": INT64_SCHEMA,
             }
         )
     return found
+
+
+INT64_SCHEMA = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
+"""A query or header integer: the daemon refuses one past 64 bits (400 bad-query)."""
 
 
 def _operation(

@@ -489,7 +489,7 @@ async def tail(request: web.Request) -> web.Response:
     thread_id = request.match_info["thread_id"]
     after = _int(request, "after", 0)
     limit = _int(request, "limit", DEFAULT_LIMIT)
-    history = request.query.get("history", "0") not in ("0", "false", "")
+    history = _int(request, "history", 0) != 0  # an integer, as the document says
     wait = min(float(_int(request, "wait", 0)), MAX_WAIT)
     fleet = runtime.fleet
     if fleet is not None and await _elsewhere(runtime, thread_id) is not None:

@@ -548,7 +548,7 @@ async def test_a_limit_over_1000_is_clamped(
     assert page["hasMore"] is True
 
 
-@pytest.mark.parametrize("query", ["after=abc", "limit=ten", "wait=1.5", "after="])
+@pytest.mark.parametrize("query", ["after=abc", "limit=ten", "wait=1.5", "after=", "history=true"])
 async def test_bad_integers_are_refused(
     session: aiohttp.ClientSession, daemon: DaemonProcess, medium: str, query: str
 ) -> None:

@@ -78,3 +78,23 @@ def test_every_answer_is_closed_and_requires_what_it_sends() -> None:
                 if int(status) >= 400:
                     (content,) = response["content"].values()
                     assert content["schema"] == {"$ref": "#/components/schemas/Error"}
+
+
+def test_every_query_and_header_integer_says_its_64_bit_bounds() -> None:
+    """A query or header integer's schema names the 64-bit bounds the daemon keeps (a value
+    past them is refused 400), so a client and a fuzzer know them."""
+    document = api.openapi_document(["api"])
+    parameters = [
+        parameter
+        for item in document["paths"].values()
+        for operation in item.values()
+        for parameter in operation.get("parameters", [])
+        if parameter["in"] in ("query", "header")
+    ]
+    assert parameters
+    for parameter in parameters:
+        assert parameter["schema"] == {
+            "type": "integer",
+            "minimum": -(2**63),
+            "maximum": 2**63 - 1,
+        }, parameter["name"]
