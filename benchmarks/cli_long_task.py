@@ -746,6 +746,8 @@ class AloneClaude:
     """``claude`` on its own: the engine's command line, its environment less
     ``DISABLE_AUTO_COMPACT``, so Claude Code compacts as it would by default."""
 
+    config_name = "claude-alone"
+
     def __init__(self, binary: str, work: Path, state: Path, url: str) -> None:
         self.binary, self.work, self.state, self.url = binary, work, state, url
         self.process: asyncio.subprocess.Process | None = None
@@ -753,8 +755,9 @@ class AloneClaude:
         self.compactions = 0
         self.results: list[dict[str, Any]] = []
 
-    async def start(self) -> None:
-        config = self.state / "claude-alone"
+    def command_line(self) -> tuple[list[str], dict[str, str], Path]:
+        """The CLI's arguments and environment, and its config directory (made here)."""
+        config = self.state / self.config_name
         config.mkdir(mode=0o700)
         spec = ThreadSpec("claude", MODELS["claude"], str(self.work), "")
         env = engine_env(self.state, self.url, claude_cli.ClaudeSettings(claude_binary=self.binary))
@@ -763,6 +766,10 @@ class AloneClaude:
         args = claude_cli.command(
             self.binary, spec, resume=None, fork_at=None, new_session=self.session
         )
+        return args, environment, config
+
+    async def start(self) -> None:
+        args, environment, config = self.command_line()
         self.process = await _child.spawn(
             args, cwd=str(self.work), state_dir=config, env=environment, reaper=True
         )
@@ -796,6 +803,28 @@ class AloneClaude:
     async def close(self) -> None:
         if self.process is not None:
             await _child.stop(self.process)
+
+
+class WrappedClaude(AloneClaude):
+    """The same ``claude``, the same arguments and the person's environment, started through
+    the wrapper (``python -m condensate claude ...``) of the daemon whose state is
+    ``daemon_home``: the wrapper sets the base URL (the gateway, the session's pass in it)
+    and turns the CLI's own compaction off; the person's key goes on to the provider."""
+
+    config_name = "claude-wrapped"
+
+    def __init__(self, binary: str, work: Path, state: Path, daemon_home: Path) -> None:
+        super().__init__(binary, work, state, "")
+        self.daemon_home = daemon_home
+
+    async def start(self) -> None:
+        args, environment, config = self.command_line()
+        del environment["ANTHROPIC_BASE_URL"]
+        environment["CONDENSATE_HOME"] = str(self.daemon_home)
+        wrapper = [sys.executable, "-m", "condensate", "claude", *args[1:]]
+        self.process = await _child.spawn(
+            wrapper, cwd=str(self.work), state_dir=config, env=environment, reaper=True
+        )
 
 
 class AloneCodex:
@@ -1018,6 +1047,43 @@ async def managed(
         if any(t.outcome != "completed" for t in run.turns):
             run.extra["daemon_log_tail"] = daemon.log_tail()[-3000:]
         await asyncio.to_thread(daemon.close)
+    return run
+
+
+async def wrapped(arm: Arm, env: Mapping[str, str]) -> ArmRun:
+    """The CLI through ``condensate claude`` (the wrapper, its parent) with a real daemon's
+    gateway in front of the router: the person's session as an attached thread."""
+    run = ArmRun()
+    home = arm.state / "home"
+    home.mkdir()
+    daemon = DaemonProcess(home, arm.router.url, extra_env=dict(env))
+    await asyncio.to_thread(daemon.start)
+    driver = WrappedClaude(arm.binary, arm.work, arm.state, home)
+    try:
+        async with aiohttp.ClientSession() as session:
+            try:
+                await driver.start()
+
+                async def send(turn: HumanTurn) -> tuple[str, str]:
+                    return await driver.turn(turn.human)
+
+                await run_turns(arm, session, send, run)
+            finally:
+                # The CLI's exit ends the wrapper, which tells the daemon (detach).
+                await driver.close()
+            status, listed = await call(session, daemon, "GET", "/threads")
+            threads = listed.get("threads", []) if status == 200 else []
+            if threads:
+                await describe_thread(session, daemon, str(threads[0]["id"]), run)
+            run.extra["threads"] = len(threads)
+    finally:
+        if any(t.outcome != "completed" for t in run.turns):
+            run.extra["daemon_log_tail"] = daemon.log_tail()[-3000:]
+        await asyncio.to_thread(daemon.close)
+    run.compactions = driver.compactions
+    run.extra["results"] = dict(
+        Counter(f"{r['subtype']}/{r['terminal_reason']}" for r in driver.results)
+    )
     return run
 
 

@@ -123,7 +123,12 @@ SWEEP: dict[str, dict[str, str]] = {
 }
 """The tier settings the sweep tries, as the environment an operator sets (``ceiling``: the
 engine's ceiling setting, ``CONDENSATE_WINDOW_CEILING_PI`` or ``_CLAUDE``)."""
-GOALS = {"cli_vs_alone": 0.5, "native_vs_cheapest_peer": 0.75, "extra_calls_margin": 0.10}
+GOALS = {
+    "cli_vs_alone": 0.5,
+    "wrapped_vs_alone": 0.5,
+    "native_vs_cheapest_peer": 0.75,
+    "extra_calls_margin": 0.10,
+}
 _MARKER = re.compile(r"\[HUMAN-MARKER-(\d+)\]")
 _CLEAN = re.compile(r"^[A-Za-z0-9_ .,:;()=+*/\[\]{}<>!?'#%-]{24,}$")
 
@@ -419,6 +424,7 @@ Arm = Literal[
     "openhands_opus_5",
     "cli_alone",
     "condensate_default",
+    "condensate_wrapped",
 ]
 PEERS: dict[str, Peer] = {
     "openhands": openhands,
@@ -434,7 +440,7 @@ models that check the prefix refuse (on claude-opus-5-5 the run ends at its firs
 condensation); on claude-opus-5, which runs no such check, it runs to the end (in Opus 5's
 units: its list input price)."""
 NATIVE_ARMS: tuple[Arm, ...] = ("native_default", "native_best", *PEERS)  # type: ignore[arg-type]
-CLI_ARMS: tuple[Arm, ...] = ("cli_alone", "condensate_default")
+CLI_ARMS: tuple[Arm, ...] = ("cli_alone", "condensate_default", "condensate_wrapped")
 PEER_TIMEOUT = 3_600.0
 
 
@@ -542,6 +548,9 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
             body = {"engine": "api", "model": NATIVE_MODEL}
             settings = native_env(tier_env(engine, setup.ceiling, env))
             run = await cli.managed(arm, None, thread_body=body, env=settings)
+        elif name == "condensate_wrapped":
+            own = cli.daemon_env(engine, binary, None)
+            run = await cli.wrapped(arm, {**own, **tier_env(engine, setup.ceiling, env)})
         else:
             own = cli.daemon_env(engine, binary, None)
             run = await cli.managed(arm, None, env={**own, **tier_env(engine, setup.ceiling, env)})
@@ -666,20 +675,26 @@ def goals(arms: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The issue's goals, where the arms measured them."""
     by = {a["arm"]: a for a in arms}
     out: dict[str, Any] = {}
-    alone, ours = by.get("cli_alone"), by.get("condensate_default")
-    if alone is not None and ours is not None:
+    alone = by.get("cli_alone")
+    for goal, name in (
+        ("cli_vs_alone", "condensate_default"),
+        ("wrapped_vs_alone", "condensate_wrapped"),
+    ):
+        ours = by.get(name)
+        if alone is None or ours is None:
+            continue
         allowed = alone["extra_calls"] * (1 + GOALS["extra_calls_margin"])
         measured = ratio(ours["weighted_input"], alone["weighted_input"])
-        out["cli_vs_alone"] = {
-            "arm": "condensate_default",
-            "goal": GOALS["cli_vs_alone"],
+        out[goal] = {
+            "arm": name,
+            "goal": GOALS[goal],
             "measured": measured,
             "failed_steps": ours["failed_steps"],
             "refused": ours["refused"],
             "extra_calls": ours["extra_calls"],
             "extra_calls_allowed": allowed,
             "met": measured is not None
-            and measured <= GOALS["cli_vs_alone"]
+            and measured <= GOALS[goal]
             and ours["failed_steps"] == 0
             and ours["refused"] == 0
             and ours["extra_calls"] <= allowed,
