@@ -627,6 +627,7 @@ def figures(
         "other_failed_requests": sum(1 for s in seen if not s.answered and s.reply != "window"),
         "rethink_tokens": sum(s.rethink_tokens for s in answered),
         "thinking_dropped": run.extra.get("thinking_dropped"),
+        "model_calls_logged": run.extra.get("model_calls_logged"),
         "peak_prompt": max((s.input_tokens for s in main), default=0),
         "cache_read_share": round(cache_read / total_input, 4) if total_input else None,
         "summary_weighted_input": round(
