@@ -20,8 +20,11 @@ The arms (each in a fresh working directory, the same task and seed):
   SDK's ``default_condenser()``, on claude-opus-5-5 and, as ``openhands_opus_5``, on
   claude-opus-5), ``pydantic_ai_harness`` and ``gwenflow``;
 - ``--engine claude|codex``: ``cli_alone``, the pinned CLI on its default model and window
-  with its own compaction (as ``cli_long_task.py`` starts it), and ``condensate_default``,
-  the CLI as a thread of a real daemon at Condensate's defaults.
+  with its own compaction (as ``cli_long_task.py`` starts it); ``condensate_default``, the
+  CLI as a thread of a real daemon at Condensate's defaults; and ``condensate_wrapped``, the
+  same CLI, arguments and environment as ``cli_alone`` started through the wrapper
+  (``condensate claude``, ``condensate codex``) of a real daemon: the person's own session
+  in their terminal, an attached thread managed in flight through the gateway.
 
 Each request goes through a router in this process that asks the agent for the reply and
 queues it at the fake just before the request; compaction and curator requests get a stand-in
