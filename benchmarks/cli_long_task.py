@@ -746,6 +746,8 @@ class AloneClaude:
     """``claude`` on its own: the engine's command line, its environment less
     ``DISABLE_AUTO_COMPACT``, so Claude Code compacts as it would by default."""
 
+    config_name = "claude-alone"
+
     def __init__(self, binary: str, work: Path, state: Path, url: str) -> None:
         self.binary, self.work, self.state, self.url = binary, work, state, url
         self.process: asyncio.subprocess.Process | None = None
@@ -753,8 +755,9 @@ class AloneClaude:
         self.compactions = 0
         self.results: list[dict[str, Any]] = []
 
-    async def start(self) -> None:
-        config = self.state / "claude-alone"
+    def command_line(self) -> tuple[list[str], dict[str, str], Path]:
+        """The CLI's arguments and environment, and its config directory (made here)."""
+        config = self.state / self.config_name
         config.mkdir(mode=0o700)
         spec = ThreadSpec("claude", MODELS["claude"], str(self.work), "")
         env = engine_env(self.state, self.url, claude_cli.ClaudeSettings(claude_binary=self.binary))
@@ -763,6 +766,10 @@ class AloneClaude:
         args = claude_cli.command(
             self.binary, spec, resume=None, fork_at=None, new_session=self.session
         )
+        return args, environment, config
+
+    async def start(self) -> None:
+        args, environment, config = self.command_line()
         self.process = await _child.spawn(
             args, cwd=str(self.work), state_dir=config, env=environment, reaper=True
         )
@@ -798,9 +805,33 @@ class AloneClaude:
             await _child.stop(self.process)
 
 
+class WrappedClaude(AloneClaude):
+    """The same ``claude``, the same arguments and the person's environment, started through
+    the wrapper (``python -m condensate claude ...``) of the daemon whose state is
+    ``daemon_home``: the wrapper sets the base URL (the gateway, the session's pass in it)
+    and turns the CLI's own compaction off; the person's key goes on to the provider."""
+
+    config_name = "claude-wrapped"
+
+    def __init__(self, binary: str, work: Path, state: Path, daemon_home: Path) -> None:
+        super().__init__(binary, work, state, "")
+        self.daemon_home = daemon_home
+
+    async def start(self) -> None:
+        args, environment, config = self.command_line()
+        del environment["ANTHROPIC_BASE_URL"]
+        environment["CONDENSATE_HOME"] = str(self.daemon_home)
+        wrapper = [sys.executable, "-m", "condensate", "claude", *args[1:]]
+        self.process = await _child.spawn(
+            wrapper, cwd=str(self.work), state_dir=config, env=environment, reaper=True
+        )
+
+
 class AloneCodex:
     """``codex app-server`` on its own: a ``CODEX_HOME`` with no ``model_catalog_json``, so
     Codex reads gpt-5.5's window from its bundled catalog and compacts on its own."""
+
+    home_name = "codex-alone"
 
     def __init__(self, binary: str, work: Path, state: Path, url: str) -> None:
         self.binary, self.work, self.state, self.url = binary, work, state, url
@@ -809,20 +840,24 @@ class AloneCodex:
         self.compactions = 0
         self.context_window: int | None = None
 
-    async def start(self) -> None:
-        home = self.state / "codex-alone"
+    async def command_line(self) -> tuple[list[str], dict[str, str], Path]:
+        """The app-server's arguments and environment, and its ``CODEX_HOME`` (written here)."""
+        home = self.state / self.home_name
         spec = ThreadSpec("codex", MODELS["codex"], str(self.work), "")
         own = codex_cli.CodexSettings(codex_binary=self.binary, codex_windowing=False)
         env = engine_env(self.state, self.url, own)
         await asyncio.to_thread(codex_cli.prepare_home, self.binary, spec, env, home)
         config = (home / "config.toml").read_text()
         assert "model_catalog_json" not in config, config
+        return codex_cli.command(self.binary), codex_cli.environment(home, env), home
+
+    async def start(self) -> None:
+        args, environment, home = await self.command_line()
+        await self.begin(args, environment, home)
+
+    async def begin(self, args: list[str], environment: dict[str, str], home: Path) -> None:
         process = await _child.spawn(
-            codex_cli.command(self.binary),
-            cwd=str(self.work),
-            state_dir=home,
-            env=codex_cli.environment(home, env),
-            reaper=True,
+            args, cwd=str(self.work), state_dir=home, env=environment, reaper=True
         )
         self.server = AppServer(process)
         await self.server.initialize()
@@ -859,6 +894,29 @@ class AloneCodex:
     async def close(self) -> None:
         if self.server is not None:
             await self.server.close()
+
+
+class WrappedCodex(AloneCodex):
+    """The same ``codex app-server``, its ``CODEX_HOME`` and environment, started through the
+    wrapper (``python -m condensate codex app-server``) of the daemon whose state is
+    ``daemon_home``: the wrapper's ``-c`` overrides make the gateway the provider and put
+    Codex's compaction out of reach; the person's login (``auth.json`` in their
+    ``CODEX_HOME``, as ``codex login --with-api-key`` writes it) goes on to the provider."""
+
+    home_name = "codex-wrapped"
+
+    def __init__(self, binary: str, work: Path, state: Path, daemon_home: Path) -> None:
+        super().__init__(binary, work, state, "")
+        self.daemon_home = daemon_home
+
+    async def start(self) -> None:
+        args, environment, home = await self.command_line()
+        login = {"auth_mode": "apikey", "OPENAI_API_KEY": "sk-bench"}
+        _child.write_private(home / "auth.json", json.dumps(login))
+        environment["CONDENSATE_HOME"] = str(self.daemon_home)
+        await self.begin(
+            [sys.executable, "-m", "condensate", "codex", *args[1:]], environment, home
+        )
 
 
 @dataclass
@@ -1021,6 +1079,48 @@ async def managed(
     return run
 
 
+async def wrapped(arm: Arm, env: Mapping[str, str]) -> ArmRun:
+    """The CLI through ``condensate claude`` or ``condensate codex`` (the wrapper, its
+    parent) with a real daemon's gateway in front of the router: the person's session as an
+    attached thread."""
+    run = ArmRun()
+    home = arm.state / "home"
+    home.mkdir()
+    daemon = DaemonProcess(home, arm.router.url, extra_env=dict(env))
+    await asyncio.to_thread(daemon.start)
+    kind = WrappedClaude if arm.engine == "claude" else WrappedCodex
+    driver: WrappedClaude | WrappedCodex = kind(arm.binary, arm.work, arm.state, home)
+    try:
+        async with aiohttp.ClientSession() as session:
+            try:
+                await driver.start()
+
+                async def send(turn: HumanTurn) -> tuple[str, str]:
+                    return await driver.turn(turn.human)
+
+                await run_turns(arm, session, send, run)
+            finally:
+                # The CLI's exit ends the wrapper, which tells the daemon (detach).
+                await driver.close()
+            status, listed = await call(session, daemon, "GET", "/threads")
+            threads = listed.get("threads", []) if status == 200 else []
+            if threads:
+                await describe_thread(session, daemon, str(threads[0]["id"]), run)
+            run.extra["threads"] = len(threads)
+    finally:
+        if any(t.outcome != "completed" for t in run.turns):
+            run.extra["daemon_log_tail"] = daemon.log_tail()[-3000:]
+        await asyncio.to_thread(daemon.close)
+    run.compactions = driver.compactions
+    if isinstance(driver, WrappedCodex):
+        run.extra["codex_model_context_window"] = driver.context_window
+    else:
+        run.extra["results"] = dict(
+            Counter(f"{r['subtype']}/{r['terminal_reason']}" for r in driver.results)
+        )
+    return run
+
+
 async def describe_thread(
     session: aiohttp.ClientSession, daemon: DaemonProcess, thread: str, run: ArmRun
 ) -> None:
@@ -1041,6 +1141,7 @@ async def describe_thread(
         Counter(str(e["code"]) for e in events if e["kind"] == "system.line")
     )
     run.extra["refusals"] = sum(1 for e in events if e["kind"] == "model.refused")
+    run.extra["model_calls_logged"] = sum(1 for e in events if e["kind"] == "model.usage")
     run.extra["thread"] = thread
 
 

@@ -20,8 +20,11 @@ The arms (each in a fresh working directory, the same task and seed):
   SDK's ``default_condenser()``, on claude-opus-5-5 and, as ``openhands_opus_5``, on
   claude-opus-5), ``pydantic_ai_harness`` and ``gwenflow``;
 - ``--engine claude|codex``: ``cli_alone``, the pinned CLI on its default model and window
-  with its own compaction (as ``cli_long_task.py`` starts it), and ``condensate_default``,
-  the CLI as a thread of a real daemon at Condensate's defaults.
+  with its own compaction (as ``cli_long_task.py`` starts it); ``condensate_default``, the
+  CLI as a thread of a real daemon at Condensate's defaults; and ``condensate_wrapped``, the
+  same CLI, arguments and environment as ``cli_alone`` started through the wrapper
+  (``condensate claude``, ``condensate codex``) of a real daemon: the person's own session
+  in their terminal, an attached thread managed in flight through the gateway.
 
 Each request goes through a router in this process that asks the agent for the reply and
 queues it at the fake just before the request; compaction and curator requests get a stand-in
@@ -123,7 +126,12 @@ SWEEP: dict[str, dict[str, str]] = {
 }
 """The tier settings the sweep tries, as the environment an operator sets (``ceiling``: the
 engine's ceiling setting, ``CONDENSATE_WINDOW_CEILING_PI`` or ``_CLAUDE``)."""
-GOALS = {"cli_vs_alone": 0.5, "native_vs_cheapest_peer": 0.75, "extra_calls_margin": 0.10}
+GOALS = {
+    "cli_vs_alone": 0.5,
+    "wrapped_vs_alone": 0.5,
+    "native_vs_cheapest_peer": 0.75,
+    "extra_calls_margin": 0.10,
+}
 _MARKER = re.compile(r"\[HUMAN-MARKER-(\d+)\]")
 _CLEAN = re.compile(r"^[A-Za-z0-9_ .,:;()=+*/\[\]{}<>!?'#%-]{24,}$")
 
@@ -419,6 +427,7 @@ Arm = Literal[
     "openhands_opus_5",
     "cli_alone",
     "condensate_default",
+    "condensate_wrapped",
 ]
 PEERS: dict[str, Peer] = {
     "openhands": openhands,
@@ -434,7 +443,7 @@ models that check the prefix refuse (on claude-opus-5-5 the run ends at its firs
 condensation); on claude-opus-5, which runs no such check, it runs to the end (in Opus 5's
 units: its list input price)."""
 NATIVE_ARMS: tuple[Arm, ...] = ("native_default", "native_best", *PEERS)  # type: ignore[arg-type]
-CLI_ARMS: tuple[Arm, ...] = ("cli_alone", "condensate_default")
+CLI_ARMS: tuple[Arm, ...] = ("cli_alone", "condensate_default", "condensate_wrapped")
 PEER_TIMEOUT = 3_600.0
 
 
@@ -542,6 +551,9 @@ async def run_arm(name: str, setup: Setup, env: Mapping[str, str] | None = None)
             body = {"engine": "api", "model": NATIVE_MODEL}
             settings = native_env(tier_env(engine, setup.ceiling, env))
             run = await cli.managed(arm, None, thread_body=body, env=settings)
+        elif name == "condensate_wrapped":
+            own = cli.daemon_env(engine, binary, None)
+            run = await cli.wrapped(arm, {**own, **tier_env(engine, setup.ceiling, env)})
         else:
             own = cli.daemon_env(engine, binary, None)
             run = await cli.managed(arm, None, env={**own, **tier_env(engine, setup.ceiling, env)})
@@ -618,6 +630,7 @@ def figures(
         "other_failed_requests": sum(1 for s in seen if not s.answered and s.reply != "window"),
         "rethink_tokens": sum(s.rethink_tokens for s in answered),
         "thinking_dropped": run.extra.get("thinking_dropped"),
+        "model_calls_logged": run.extra.get("model_calls_logged"),
         "peak_prompt": max((s.input_tokens for s in main), default=0),
         "cache_read_share": round(cache_read / total_input, 4) if total_input else None,
         "summary_weighted_input": round(
@@ -666,20 +679,26 @@ def goals(arms: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The issue's goals, where the arms measured them."""
     by = {a["arm"]: a for a in arms}
     out: dict[str, Any] = {}
-    alone, ours = by.get("cli_alone"), by.get("condensate_default")
-    if alone is not None and ours is not None:
+    alone = by.get("cli_alone")
+    for goal, name in (
+        ("cli_vs_alone", "condensate_default"),
+        ("wrapped_vs_alone", "condensate_wrapped"),
+    ):
+        ours = by.get(name)
+        if alone is None or ours is None:
+            continue
         allowed = alone["extra_calls"] * (1 + GOALS["extra_calls_margin"])
         measured = ratio(ours["weighted_input"], alone["weighted_input"])
-        out["cli_vs_alone"] = {
-            "arm": "condensate_default",
-            "goal": GOALS["cli_vs_alone"],
+        out[goal] = {
+            "arm": name,
+            "goal": GOALS[goal],
             "measured": measured,
             "failed_steps": ours["failed_steps"],
             "refused": ours["refused"],
             "extra_calls": ours["extra_calls"],
             "extra_calls_allowed": allowed,
             "met": measured is not None
-            and measured <= GOALS["cli_vs_alone"]
+            and measured <= GOALS[goal]
             and ours["failed_steps"] == 0
             and ours["refused"] == 0
             and ours["extra_calls"] <= allowed,

@@ -95,14 +95,19 @@ def test_at_a_low_ceiling_the_agent_gets_back_what_windows_cut() -> None:
 
 @pytest.mark.parametrize("engine", ["claude", "codex"])
 def test_each_cli_is_played_alone_and_under_condensate(engine: str) -> None:
-    """``--engine claude|codex --small``: the agent drives the pinned CLI alone and as a
-    thread of a real daemon, with the CLI's own tools; both arms play the whole task."""
+    """``--engine claude|codex --small``: the agent drives the pinned CLI alone, as a thread
+    of a real daemon, and through the wrapper (``condensate claude|codex``), with the CLI's
+    own tools; every arm plays the whole task, and every call of the wrapped CLI went
+    through the daemon's gateway (its thread logged each one)."""
     arms = run_benchmark("--engine", engine, "--small")
     assert [a["arm"] for a in arms] == list(CLI_ARMS)
     for arm in arms:
         check_arm(arm, arm["scripted_calls"])
         assert arm["failed_steps"] == 0
     assert "cli_vs_alone" in arms[1]["goals"]
+    wrapped = arms[2]
+    assert "wrapped_vs_alone" in wrapped["goals"]
+    assert wrapped["model_calls_logged"] == wrapped["calls"]
 
 
 def test_a_need_quotes_a_line_json_leaves_as_it_is() -> None:
