@@ -516,16 +516,15 @@ class Runtime:
         return thread
 
     def profile_for(self, spec: ThreadSpec) -> Profile:
-        """The thread's engine as this daemon runs it for ``spec``: a person's own CLI
-        session never restarts (the gateway applies a summary in flight)."""
+        """The thread's engine as this daemon runs it for ``spec``. A person's own CLI
+        session never restarts (the gateway applies a summary in flight), and has no
+        ``recall``: the CLI runs without Condensate's tools, so a receipt says to read or run
+        again. Its planner still plans as for a restart: the cut starts the prompt anew, so
+        the kept tail is billed again as after one (the smaller tail share)."""
         profile = self.profile_of(spec.engine)
         if not spec.attached:
             return profile
-        return replace(
-            profile,
-            info=replace(profile.info, restarts=False),
-            planner=replace(profile.planner, restarts=False),
-        )
+        return replace(profile, info=replace(profile.info, restarts=False, recall=False))
 
     def engine_for(self, thread_id: str, spec: ThreadSpec, profile: Profile) -> EngineAdapter:
         """The thread's engine: its CLI the daemon runs, or a person's own session."""

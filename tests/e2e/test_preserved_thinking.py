@@ -28,6 +28,13 @@ from tests.integration.daemon import DaemonProcess, call
 from tests.integration.test_metrics import scrape, value
 
 MODELS = {"claude": "claude-opus-5-5", "codex": "gpt-6.2-sol"}
+
+
+def thread_model(engine: str) -> str:
+    """The engine's model as a thread names it."""
+    return f"{'anthropic' if engine == 'claude' else 'openai'}:{MODELS[engine]}"
+
+
 """Each pinned CLI's default model (claude 2.1.332; codex 0.171.0's catalog)."""
 SHELL = {"claude": "Bash", "codex": "exec_command"}
 CEILING = 40_000
@@ -76,7 +83,7 @@ async def start(
 ) -> str:
     body = {
         "engine": engine,
-        "model": f"{'anthropic' if engine == 'claude' else 'openai'}:{MODELS[engine]}",
+        "model": thread_model(engine),
         "cwd": str(workdir),
         "brief": "Count with the shell, one command at a time.",
     }
@@ -144,7 +151,8 @@ async def test_windows_in_flight_keep_every_request_valid_and_log_the_thinking_t
     assert all(r.status == 200 for r in sent)
     blocks, tokens = dropped(events)
     assert shown["costs"]["thinkingDropped"] == {"blocks": blocks, "tokens": tokens}
-    labels = {"engine": engine, "model": MODELS[engine]}
+    # The metrics name a model as the thread does (provider:name).
+    labels = {"engine": engine, "model": thread_model(engine)}
     assert value(metrics, "condensate_thinking_dropped_blocks_total", labels) == blocks
     assert value(metrics, "condensate_thinking_dropped_tokens_total", labels) == tokens
     last = sent[-1]

@@ -454,3 +454,20 @@ async def test_a_persons_cli_retrying_a_failing_provider_is_told(tmp_path: Path)
     told = [e for e in events if isinstance(e, SystemLine) and e.code == "provider-retrying"]
     assert len(told) == 1
     assert "3 requests in a row with 529" in told[0].text
+
+
+async def test_a_persons_session_offers_no_recall_and_plans_as_for_a_restart(
+    tmp_path: Path,
+) -> None:
+    """The person's CLI runs without Condensate's tools: its receipts never offer
+    ``recall``; and a summary starts its prompt anew, so its planner keeps the tail a restart
+    keeps (the engine's own planner settings), though its session is never restarted."""
+    async with FakeModelServer() as fake, runtime_on(tmp_path / "home", fake) as runtime:
+        thread, _ = await attached(runtime, tmp_path)
+        headless = runtime.profile_of("claude")
+        created = (await logged(runtime, thread))[0]
+    assert created.recall is False
+    assert thread.projection.recall is False
+    assert thread.profile.info.restarts is False
+    assert thread.profile.planner == headless.planner
+    assert headless.planner.restarts is True
