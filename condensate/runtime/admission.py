@@ -34,9 +34,12 @@ from condensate.runtime.thread import Services, Thread
 
 log = structlog.get_logger()
 
-CATCH_UP_SECONDS = 2.0
+CATCH_UP_SECONDS = 5.0
 """How long a held request waits for the log to hold its newest tool result (the engine
-logs the CLI's output as it reads it; the request may get here first)."""
+logs the CLI's output as it reads it; the request may get here first). Only a request whose
+newest result the view may show otherwise waits (a large one, a ``condense``), and the log
+holds it within milliseconds on an idle machine; 2 s was seen to run out on a loaded one,
+and the large result then went on unclamped."""
 MAX_CUTS = 3
 RESTARTING = (
     "Condensate is moving this thread to a new session with its context window; the work "
