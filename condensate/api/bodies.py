@@ -76,6 +76,10 @@ class Attach(_Body):
     """The CLI's own arguments: its engine reads the model they name (else its default)."""
     manage: bool = True
     """False: through the gateway for costs and logging only, no window taken."""
+    head: bool = False
+    """A head: its line is the model's window less the reserves, and Condensate asks before
+    it cuts (the ask ends the CLI's turn with a line saying so; ``condensate compact``
+    answers it), never cutting on its own initiative but at the ask's deadline."""
     pid: int | None = Field(default=None, gt=0, le=4_194_304)
     """The wrapper's process: the session ends when it is gone."""
 

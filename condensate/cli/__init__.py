@@ -202,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
         wrapper = command(
             name,
             f"run your own {name} in this terminal, its context managed through the daemon's "
-            "gateway (--no-manage: costs and logging only); its arguments pass through",
+            "gateway (--no-manage: costs and logging only; --head: asked before a cut); its "
+            "arguments pass through",
         )
         wrapper.add_argument("cli_args", nargs=argparse.REMAINDER, help=f"{name}'s own")
     return parser

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -31,6 +32,7 @@ from condensate.engine.registry import installed
 from condensate.settings import Settings
 
 NO_MANAGE = "--no-manage"
+HEAD = "--head"
 START_WAIT = 30.0
 """Seconds the wrapper waits for a daemon it started to answer."""
 
@@ -40,26 +42,39 @@ def wrapped() -> list[str]:
     return [name for name, info in installed().items() if info.launch is not None]
 
 
-def split_args(argv: Sequence[str]) -> tuple[bool, list[str]]:
-    """Whether the session is managed, and the CLI's arguments: only a leading
-    ``--no-manage`` (or a ``--`` before the CLI's own) is the wrapper's."""
+@dataclass(frozen=True)
+class Wrapping:
+    """What the wrapper's own leading options say, and the CLI's arguments after them."""
+
+    manage: bool = True
+    head: bool = False
+    cli_args: tuple[str, ...] = ()
+
+
+def split_args(argv: Sequence[str]) -> Wrapping:
+    """The wrapper's options and the CLI's arguments: only leading ``--no-manage`` and
+    ``--head`` (or a ``--`` before the CLI's own) are the wrapper's."""
     rest = list(argv)
-    manage = True
-    while rest and rest[0] in (NO_MANAGE, "--"):
-        if rest.pop(0) == "--":
+    manage, head = True, False
+    while rest and rest[0] in (NO_MANAGE, HEAD, "--"):
+        option = rest.pop(0)
+        if option == "--":
             break
-        manage = False
-    return manage, rest
+        manage = manage and option != NO_MANAGE
+        head = head or option == HEAD
+    return Wrapping(manage, head, tuple(rest))
 
 
 def cmd_wrap(settings: Settings, engine: str, argv: Sequence[str]) -> int:
-    manage, cli_args = split_args(argv)
+    wrapping = split_args(argv)
+    manage, cli_args = wrapping.manage, list(wrapping.cli_args)
     client = _daemon(settings)
     body = api.Attach(
         engine=engine,
         cwd=str(Path.cwd()),
         args=cli_args,
         manage=manage,
+        head=wrapping.head,
         pid=os.getpid(),
     )
     attached = api.Attached.model_validate(client.call("POST", "/attach", _json(body)))

@@ -375,6 +375,7 @@ async def attach(request: web.Request) -> web.Response:
         model=model,
         cwd=body.cwd,
         brief="",
+        head=body.head,
         attached="managed" if body.manage else "costs",
         attached_pid=body.pid,
     )

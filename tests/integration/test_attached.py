@@ -57,12 +57,15 @@ def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
-async def attached(runtime: Runtime, tmp_path: Path, manage: bool = True) -> tuple[Thread, str]:
+async def attached(
+    runtime: Runtime, tmp_path: Path, manage: bool = True, head: bool = False
+) -> tuple[Thread, str]:
     spec = ThreadSpec(
         engine="claude",
         model=f"anthropic:{MODEL}",
         cwd=str(tmp_path),
         brief="",
+        head=head,
         attached="managed" if manage else "costs",
     )
     thread = await runtime.create(spec)
@@ -471,3 +474,16 @@ async def test_a_persons_session_offers_no_recall_and_plans_as_for_a_restart(
     assert thread.profile.info.restarts is False
     assert thread.profile.planner == headless.planner
     assert headless.planner.restarts is True
+
+
+async def test_a_head_session_has_a_heads_line(tmp_path: Path) -> None:
+    """``condensate claude --head``: the session is a head: its line is the model's window
+    less the reserves (not the working ceiling), and its engine asks it before a cut."""
+    async with FakeModelServer() as fake, runtime_on(tmp_path / "home", fake) as runtime:
+        head, _ = await attached(runtime, tmp_path, head=True)
+        ordinary, _ = await attached(runtime, tmp_path)
+        usage, other = runtime.usage(head), runtime.usage(ordinary)
+    assert head.spec.head is True
+    assert head.profile.info.heads == "asked"
+    assert usage.line > usage.ceiling
+    assert other.line < other.ceiling
