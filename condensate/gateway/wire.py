@@ -258,6 +258,25 @@ def held_text(reason: str) -> str:
     return f"{HELD_MARK} {reason}"
 
 
+def parsed_event(raw: bytes) -> tuple[str, Any]:
+    """An SSE event's name (its ``event:``, else its data's ``type``) and its data, parsed
+    (None for data that is not JSON)."""
+    name = ""
+    data: list[bytes] = []
+    for line in raw.replace(b"\r", b"").split(b"\n"):
+        if line.startswith(b"event:"):
+            name = line[6:].strip().decode()
+        elif line.startswith(b"data:"):
+            data.append(line[5:].lstrip())
+    try:
+        parsed = json.loads(b"\n".join(data))
+    except ValueError:
+        return name, None
+    if not name and isinstance(parsed, dict):
+        name = str(parsed.get("type") or "")
+    return name, parsed
+
+
 def sse(event: str, data: Mapping[str, Any]) -> bytes:
     """One server-sent event."""
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()

@@ -336,3 +336,33 @@ async def test_a_daemon_that_dies_mid_session_leaves_the_cli_a_clear_error(
     assert "daemon" in out
     assert "is not running" in out
     assert len([r for r in fake.requests if r.endpoint == "messages"]) == 1
+
+
+async def test_a_persons_codex_is_told_of_a_window_in_its_conversation(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """The person's Codex reads long outputs past its line (the operator's cap on its
+    ceiling): a window is taken in flight, Codex shows the line for the person among its
+    messages, finishes its turn, and no request it sent afterwards carried that line."""
+    async with FakeModelServer(window=1_000_000, api_key=PERSON_KEY) as fake:
+        reads = [ToolCalls([Call("exec_command", {"cmd": f"seq {n} 4000"})]) for n in range(8)]
+        fake.queue(*reads, Text("all read"), model="gpt-6.2-sol")
+        home = tmp_path / "daemon"
+        home.mkdir()
+        settings = {
+            "CONDENSATE_WINDOW_CEILING_PI": "70000",
+            "CONDENSATE_CURATOR_MODEL": "openai:gpt-5.5",
+        }
+        with running_daemon(home, fake.url, **settings):
+            login = tmp_path / "person" / ".codex" / "auth.json"
+            login.parent.mkdir(parents=True)
+            login.write_text(json.dumps({"auth_mode": "apikey", "OPENAI_API_KEY": PERSON_KEY}))
+            env = wrapper_env(tmp_path / "person", home)
+            done = await wrapped(
+                env, workdir, "exec", "--skip-git-repo-check", "read them all", cli="codex"
+            )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert b"all read" in done.stdout
+    assert b"[condensate window]" in done.stdout + done.stderr
+    calls = [r for r in fake.requests if r.endpoint == "responses" and r.model == "gpt-6.2-sol"]
+    assert not any("[condensate window]" in str(r.body) for r in calls)

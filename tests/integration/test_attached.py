@@ -487,3 +487,58 @@ async def test_a_head_session_has_a_heads_line(tmp_path: Path) -> None:
     assert head.profile.info.heads == "asked"
     assert usage.line > usage.ceiling
     assert other.line < other.ceiling
+
+
+async def test_a_codex_session_is_told_in_a_message_of_its_own_after_the_reply(
+    tmp_path: Path,
+) -> None:
+    """A person's Codex: after a window, the streamed reply ends with one message item of
+    its own (the line for the person) before the completion, numbered on from the reply's
+    own events; the next request comes back with it in its input and reaches the provider
+    without it."""
+    async with FakeModelServer() as fake:
+        fake.queue(Text("a"), Text("b"), Text("c"), model="gpt-5.5")
+        async with runtime_on(tmp_path / "home", fake) as runtime:
+            spec = ThreadSpec(
+                engine="codex", model="openai:gpt-5.5", cwd=str(tmp_path), brief="",
+                attached="managed",
+            )  # fmt: skip
+            thread = await runtime.create(spec)
+            base = runtime.attach_url(thread)
+            items: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+            await responses(base, items)
+            await runtime.append(thread, summary_window(runtime, thread))
+            events = await responses(base, items, stream=True)
+            done = [e for e in events if e["type"] == "response.output_item.done"]
+            told = done[-1]["item"]
+            assert told["content"][0]["text"].startswith("[condensate window] summary freed ~")
+            numbers = [e["sequence_number"] for e in events]
+            assert numbers == sorted(set(numbers))
+            assert events[-1]["type"] == "response.completed"
+            items += [d["item"] for d in done] + [{"role": "user", "content": "go on"}]
+            await responses(base, items)
+    last = [r for r in fake.requests if r.endpoint == "responses"][-1]
+    assert "[condensate window]" not in str(last.body)
+
+
+async def responses(
+    base: str, items: list[dict[str, Any]], *, stream: bool = False
+) -> list[dict[str, Any]]:
+    """A Responses request as a person's Codex sends it: the stream's events, or the reply."""
+    body = {"model": "gpt-5.5", "input": items, "stream": stream}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{base}/responses", json=body, headers={"Authorization": "Bearer sk-person"}
+        ) as reply,
+    ):
+        assert reply.status == 200, await reply.text()
+        raw = await reply.read()
+    if not stream:
+        return [json.loads(raw)]
+    found = []
+    for event in raw.decode().split("\n\n"):
+        data = [line[5:].strip() for line in event.splitlines() if line.startswith("data:")]
+        if data:
+            found.append(json.loads(data[0]))
+    return found

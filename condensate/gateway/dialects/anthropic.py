@@ -6,7 +6,6 @@ Errors, Prompt caching)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from condensate.gateway.wire import (
     RequestShape,
     insertions_at,
     opens_with,
+    parsed_event,
     read_whole,
     sse,
     text_of,
@@ -600,7 +600,7 @@ class NoticedStream:
                 self.told = True
                 out += _notice_events(self.text)
             return out
-        name, data = _parsed_event(raw)
+        name, data = parsed_event(raw)
         if data is None or not isinstance(data.get("index"), int):
             return raw + b"\n\n"
         return sse(name, {**data, "index": data["index"] + 1})
@@ -619,20 +619,6 @@ def _notice_events(text: str) -> bytes:
             sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ]
     )
-
-
-def _parsed_event(raw: bytes) -> tuple[str, Any]:
-    name = ""
-    data: list[bytes] = []
-    for line in raw.replace(b"\r", b"").split(b"\n"):
-        if line.startswith(b"event:"):
-            name = line[6:].strip().decode()
-        elif line.startswith(b"data:"):
-            data.append(line[5:].lstrip())
-    try:
-        return name, json.loads(b"\n".join(data))
-    except ValueError:
-        return name, None
 
 
 def noticed_stream(text: str) -> NoticedStream:

@@ -9,17 +9,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from condensate.core import clamps
 from condensate.core.messages import Block, Message, Text, Thinking, ToolOutput, ToolUse
 from condensate.gateway.binding import canonical_digest, keep_valid_reasoning
 from condensate.gateway.wire import (
+    NOTICE_MARK,
     Insertion,
     ReplyUsage,
     RequestShape,
     insertions_at,
     opens_with,
+    parsed_event,
     read_whole,
     sse,
     text_of,
@@ -505,17 +508,104 @@ def with_insertions(
 
 
 # -- a line for the person, in their CLI's conversation ------------------------------------------
-# Codex's replies carry none yet: its streamed items are numbered by output index, which a
-# line put first would shift (its own TUI shows Condensate's windows in no other way).
+# A Responses stream numbers its items by output index and its events by sequence number: the
+# line goes last, as a message item of its own before ``response.completed`` (nothing before
+# it moves; the completion's number moves on by the events put in).
 
 
 def without_notices(body: Mapping[str, Any]) -> dict[str, Any] | None:
-    return None
+    """``body`` without the message items the gateway put in earlier replies for the person;
+    None when it holds none."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return None
+    kept = [item for item in items if not _notice_item(item)]
+    return {**body, "input": kept} if len(kept) != len(items) else None
+
+
+def _notice_item(item: Any) -> bool:
+    if not isinstance(item, Mapping) or item.get("type", "message") != "message":
+        return False
+    if item.get("role") != "assistant":
+        return False
+    content = item.get("content")
+    texts = (
+        [b.get("text") for b in content if isinstance(b, Mapping)]
+        if isinstance(content, list)
+        else []
+    )
+    return bool(texts) and all(isinstance(t, str) and t.startswith(NOTICE_MARK) for t in texts)
 
 
 def noticed_reply(reply: Any, text: str) -> Any:
-    return reply
+    """A reply (not streamed) with the line as a message item after its own."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("output"), list):
+        return reply
+    return {**reply, "output": [*reply["output"], _message(NOTICE_ID, text)]}
 
 
-def noticed_stream(text: str) -> None:
-    return None
+NOTICE_ID = "msg_condensate_notice"
+
+
+@dataclass
+class NoticedStream:
+    """A streamed reply with a message item of the line's put last, before the completion."""
+
+    text: str
+    buffer: bytes = b""
+    items: int = 0
+    sequence: int = -1
+    told: bool = False
+
+    def feed(self, chunk: bytes) -> bytes:
+        self.buffer += chunk
+        *events, self.buffer = self.buffer.split(b"\n\n")
+        return b"".join(self._event(event) for event in events)
+
+    def end(self) -> bytes:
+        rest, self.buffer = self.buffer, b""
+        return rest
+
+    def _event(self, raw: bytes) -> bytes:
+        name, data = parsed_event(raw)
+        if not isinstance(data, dict):
+            return raw + b"\n\n"
+        if isinstance(data.get("sequence_number"), int):
+            self.sequence = max(self.sequence, data["sequence_number"])
+        if name == "response.output_item.added":
+            self.items += 1
+        if name != "response.completed" or self.told:
+            return raw + b"\n\n"
+        self.told = True
+        added = self._notice_events()
+        response = data.get("response")
+        if isinstance(response, dict) and isinstance(response.get("output"), list):
+            message = _message(NOTICE_ID, self.text)
+            data = {**data, "response": {**response, "output": [*response["output"], message]}}
+        if "sequence_number" in data:
+            data = {**data, "sequence_number": self.sequence + 1}
+        return b"".join(added) + sse(name, data)
+
+    def _notice_events(self) -> list[bytes]:
+        index, text = self.items, self.text
+        message = _message(NOTICE_ID, text)
+        opening = {**message, "status": "in_progress", "content": []}
+        part = {"type": "output_text", "text": "", "annotations": []}
+        at = {"item_id": NOTICE_ID, "output_index": index, "content_index": 0}
+        events = [
+            ("response.output_item.added", {"output_index": index, "item": opening}),
+            ("response.content_part.added", {**at, "part": part}),
+            ("response.output_text.delta", {**at, "delta": text}),
+            ("response.output_text.done", {**at, "text": text}),
+            ("response.content_part.done", {**at, "part": {**part, "text": text}}),
+            ("response.output_item.done", {"output_index": index, "item": message}),
+        ]
+        out = []
+        for kind, fields in events:
+            self.sequence += 1
+            out.append(sse(kind, {"type": kind, "sequence_number": self.sequence, **fields}))
+        return out
+
+
+def noticed_stream(text: str) -> NoticedStream:
+    return NoticedStream(text)
