@@ -8,8 +8,10 @@ terminal, through the gateway, its pass in its base URL and its own login in its
   next request is managed again.
 - What the CLI sends is the log (``heard``): each request's conversation, where it goes on
   from what was logged, is appended as the messages, calls and results it holds. A
-  conversation that no longer goes on from the log (``/clear``, ``/compact``, ``/resume``, the
-  CLI's own compaction) is logged again whole, and a drop window starts the view there.
+  conversation that no longer goes on from the log (``/clear``, ``/resume``, the summary a
+  ``/compact`` starts again from) is logged again whole, and a drop window starts the view
+  there. The CLI's own compaction request is forwarded with the view, never held or logged
+  as the person's.
 - A summary is applied in flight (``cut``): the CLI keeps its whole history, and every later
   request starts again where the summary's kept part starts, the summary before it.
 """
@@ -77,6 +79,7 @@ class AttachedSession:
     keys: list[str] | None = None
     """What each logged message event of the session is (None: not read from the log yet)."""
     seqs: list[int] = field(default_factory=list)
+    """For each of ``keys``: the seq it was logged at."""
     noticed: int = 0
     """The seq of the last window the person was told of (in the CLI's conversation)."""
     own_drops: set[int] = field(default_factory=set)
@@ -86,8 +89,8 @@ class AttachedSession:
     compactions: int = -1
     """The length of the conversation the CLI last asked to compact (said once for it)."""
     positions: list[int] = field(default_factory=list)
-    """For each of ``keys``: its seq, and the position in the CLI's conversation of the
-    message it came from (valid for the conversation last heard)."""
+    """For each of ``keys``: the position in the CLI's conversation of the message it came
+    from (valid for the conversation last heard)."""
 
     def attach(self) -> str:
         """The base URL the CLI is given (its pass in it): issued at start and again when
