@@ -15,7 +15,12 @@ BODY_TIMEOUT = 10.0
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
+    """A request's body, read strictly as the document describes it: ``0`` is no boolean,
+    ``"5"`` no integer (schemathesis sent both, and lax parsing took them)."""
+
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, use_attribute_docstrings=True, strict=True
+    )
 
 
 class ResetBody(_Body):

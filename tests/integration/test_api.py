@@ -287,6 +287,8 @@ async def test_malformed_json_is_refused(
         ({"brief": ""}, "brief"),
         ({"cwd": 5}, "cwd"),
         ({"head": "maybe"}, "head"),
+        ({"head": 0}, "head"),
+        ({"outputCap": "5000"}, "outputCap"),
         ({"tools": "read"}, "tools"),
         ({"engine": "gpt"}, "engine"),
         ({"colour": "red"}, "colour"),
