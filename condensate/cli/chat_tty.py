@@ -7,31 +7,35 @@ ended, windows, asks, approvals. Under the prompt a toolbar keeps the thread's s
 and cost; above it, while a turn runs, a progress line with the time it has taken.
 
 The prompt is always open: a message typed during a turn goes to the daemon at once, as a
-steer of that turn. While an approval waits, the prompt asks for it and takes ``y`` or ``n``.
-Ctrl-C stops a running turn (at rest it clears the line); Ctrl-D or ``/quit`` leaves, and
-prompt_toolkit leaves the terminal as it found it (no scroll region, the cursor below the
-last line).
+steer of that turn. While an approval waits, the prompt asks for it and takes ``y``, ``n`` or
+``n REASON`` (the agent is told the reason). Esc or Ctrl-C stops a running turn (at rest
+Ctrl-C clears the line); a Ctrl-C while it is being stopped detaches: the chat leaves (130)
+and the turn goes on in the daemon. Ctrl-D or ``/quit`` leaves, and prompt_toolkit leaves the
+terminal as it found it (no scroll region, the cursor below the last line).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import ANSI
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 from rich.markdown import Markdown
 
-from condensate.cli.follow import SPINNER, TICK_SECONDS, Held
+from condensate.cli.follow import EX_INTERRUPTED, SPINNER, TICK_SECONDS, Held, detached
 from condensate.cli.output import Style, compaction_lines, cost_text, turn_event
 from condensate.client import AsyncDaemonClient, DaemonError
 from condensate.runtime.live import DELTA
@@ -39,9 +43,23 @@ from condensate.runtime.live import DELTA
 HELP = (
     "/stop ends the running turn, /status shows the thread, /compact previews a compaction, "
     "/quit (or Ctrl-D) leaves; anything else is a message to the thread (a steer while a "
-    "turn runs). Ctrl-C stops a running turn."
+    "turn runs). Esc or Ctrl-C stops a running turn; Ctrl-C again detaches from it. An "
+    "approval takes y, n, or n REASON (the agent is told why)."
 )
 FENCE = "```"
+ANSWER = re.compile(r"(?is)(yes|y)|(no|n)(?:(?:\s*[:,]|\s)\s*(.*))?")
+"""An approval's answer: ``y``, ``n``, or ``n REASON`` (``n: REASON``, ``no, REASON``)."""
+
+
+def parse_answer(text: str) -> tuple[Literal["allow", "deny"], str] | None:
+    """The decision ``text`` gives and the reason it gives for a denial; None when it is no
+    answer."""
+    match = ANSWER.fullmatch(text.strip())
+    if match is None:
+        return None
+    if match[1]:
+        return "allow", ""
+    return "deny", (match[3] or "").strip()
 
 
 def split_blocks(text: str) -> tuple[str, str]:
@@ -194,33 +212,44 @@ class Chat:
         elapsed = time.monotonic() - self.started
         frame = SPINNER[int(elapsed / TICK_SECONDS) % len(SPINNER)]
         label = "Stopping the turn" if self.stopping else "Working"
-        hint = "" if self.stopping else " · Ctrl-C stops the turn"
-        progress = self.style(f"{frame} {label} ({int(elapsed)}s{hint})", "dim")
+        hint = "Ctrl-C detaches" if self.stopping else "Esc or Ctrl-C stops the turn"
+        progress = self.style(f"{frame} {label} ({int(elapsed)}s · {hint})", "dim")
         above = f"{self.partial.rstrip()}\n" if self.partial.strip() else ""
         return ANSI(f"{above}{progress}\n{ask}")
 
     def toolbar(self) -> str:
         return self.status
 
+    def interrupt(self, tasks: anyio.abc.TaskGroup) -> None:
+        """Stop the running turn, once (a key pressed twice asks the daemon once)."""
+        if self.running and not self.stopping:
+            self.stopping = True
+            tasks.start_soon(self.stop)
+
     async def stop(self) -> None:
         self.stopping = True
         try:
-            await self.client.interrupt(self.thread)
+            # Shielded: a Ctrl-C that detaches right after must not take back the stop.
+            with anyio.CancelScope(shield=True):
+                await self.client.interrupt(self.thread)
         except DaemonError as exc:
             if exc.code != "not-running":
                 self.write(self.style(f"── {exc}", "dim"))
 
     async def answer(self, text: str) -> None:
-        decision = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny"}.get(text.lower())
-        if decision is None:
-            self.write(self.style("── answer y (allow) or n (deny)", "yellow"))
+        answer = parse_answer(text)
+        if answer is None:
+            self.write(
+                self.style("── answer y (allow), n (deny) or n REASON (deny, saying why)", "yellow")
+            )
             return
+        decision, reason = answer
         first = self.approvals.pop(0)
         try:
             await self.client.call(
                 "POST",
                 f"/threads/{self.thread}/approvals",
-                {"id": first["approval_id"], "decision": decision},
+                {"id": first["approval_id"], "decision": decision, "reason": reason},
             )
         except DaemonError as exc:
             self.write(self.style(f"── {exc}", "red"))
@@ -245,24 +274,44 @@ class Chat:
             case _:
                 self.write(HELP)
 
-    async def converse(self, prompt: PromptSession[str], tasks: anyio.abc.TaskGroup) -> None:
-        """Lines from the prompt until Ctrl-D or ``/quit``."""
+    def keys(self, tasks: anyio.abc.TaskGroup) -> KeyBindings:
+        """Esc stops a running turn. A terminal sends Alt-x as Esc then x at once, so Esc
+        counts only when no key came with it: Alt-Backspace while a turn runs edits the line
+        and leaves the turn alone."""
+        bindings = KeyBindings()
+        alone = Condition(lambda: not get_app().key_processor.input_queue)
+        stoppable = Condition(lambda: self.running and not self.stopping)
+
+        @bindings.add("escape", filter=alone & stoppable, eager=True)
+        def _(event: KeyPressEvent) -> None:
+            self.interrupt(tasks)
+
+        return bindings
+
+    async def converse(self, prompt: PromptSession[str], tasks: anyio.abc.TaskGroup) -> int:
+        """Lines from the prompt until Ctrl-D or ``/quit`` (0), or a Ctrl-C while the turn
+        is being stopped (``EX_INTERRUPTED``: the turn is left to the daemon)."""
+        keys = self.keys(tasks)
         while True:
             try:
                 text = await prompt.prompt_async(
-                    self.message, bottom_toolbar=self.toolbar, refresh_interval=TICK_SECONDS
+                    self.message,
+                    bottom_toolbar=self.toolbar,
+                    refresh_interval=TICK_SECONDS,
+                    key_bindings=keys,
                 )
             except KeyboardInterrupt:
-                if self.running and not self.stopping:
-                    tasks.start_soon(self.stop)
+                if self.running and self.stopping:
+                    return EX_INTERRUPTED
+                self.interrupt(tasks)
                 continue
             except EOFError:
-                return
+                return 0
             text = text.strip()
             if self.approvals and text:
                 await self.answer(text)
             elif text in ("/quit", "/exit"):
-                return
+                return 0
             elif text.startswith("/"):
                 await self.command(text)
             elif text:
@@ -301,6 +350,8 @@ async def interactive(
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(chat.read, after)
                 tasks.start_soon(chat.tick)
-                await chat.converse(prompt, tasks)
+                status = await chat.converse(prompt, tasks)
                 tasks.cancel_scope.cancel()
-    return 0
+    if status == EX_INTERRUPTED:
+        sys.stderr.write(detached(chat.thread))
+    return status

@@ -222,10 +222,7 @@ async def one_turn(
     follow = Follow(client, thread, echo, progress)
     ended = await follow.run(after)
     if ended is None:
-        sys.stderr.write(
-            f"condensate: detached; the turn goes on in the daemon; follow it with "
-            f"condensate tail -f {thread}\n"
-        )
+        sys.stderr.write(detached(thread))
         return EX_INTERRUPTED
     if usage:
         shown = await client.call("GET", f"/threads/{thread}")
@@ -237,6 +234,14 @@ async def one_turn(
         return 0
     say_why(ended)
     return EX_INTERRUPTED if follow.interrupts else 1
+
+
+def detached(thread: str) -> str:
+    """What a command that left a running turn says on stderr."""
+    return (
+        f"condensate: detached; the turn goes on in the daemon; follow it with "
+        f"condensate tail -f {thread}\n"
+    )
 
 
 def say_why(ended: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ it reads a message a line and exits as the last turn ended."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -97,7 +98,7 @@ def test_a_progress_line_counts_the_turns_seconds(fake: FakeModelServer, chat: T
     gone once the turn ended."""
     fake.queue(Stall(Text("Took a while."), seconds=3), model="claude-sonnet-4-5")
     chat.child.sendline("Take your time.")
-    chat.until(lambda: "Working (2s · Ctrl-C stops the turn)" in chat.text(), "2s")
+    chat.until(lambda: "Working (2s · Esc or Ctrl-C stops the turn)" in chat.text(), "2s")
     chat.until(lambda: "── turn completed" in chat.text(), "the turn's end")
     chat.until(lambda: "Working" not in chat.text(), "the progress line gone")
 
@@ -164,6 +165,77 @@ def test_ctrl_c_stops_the_running_turn_and_the_chat_goes_on(
     assert chat.text().count("interrupted by the operator") == 1
     chat.child.sendline("Again.")
     chat.until(lambda: "Back." in chat.text(), "the next turn's reply")
+
+
+def test_esc_stops_the_running_turn(fake: FakeModelServer, chat: Terminal):
+    """Esc during a turn stops it as Ctrl-C does; the prompt takes the next message."""
+    fake.queue(Stall(Text("never seen"), seconds=20), Text("Back."), model="claude-sonnet-4-5")
+    chat.child.sendline("Go slow.")
+    chat.until(lambda: "Working (" in chat.text(), "the turn running")
+    chat.child.send("\x1b")
+    chat.until(lambda: "── turn interrupted" in chat.text(), "the turn's end")
+    assert "never seen" not in chat.text()
+    chat.child.sendline("Again.")
+    chat.until(lambda: "Back." in chat.text(), "the next turn's reply")
+
+
+def test_an_alt_key_during_a_turn_edits_the_line_and_leaves_the_turn(
+    fake: FakeModelServer, chat: Terminal
+):
+    """Alt-Backspace (Esc and Backspace at once) deletes a word; the turn goes on."""
+    fake.queue(Stall(Text("Still here."), seconds=3), model="claude-sonnet-4-5")
+    chat.child.sendline("Go on.")
+    chat.until(lambda: "Working (" in chat.text(), "the turn running")
+    chat.child.send("keep dropped")
+    chat.child.send("\x1b\x7f")
+    chat.until(lambda: "── turn completed" in chat.text(), "the turn's end")
+    assert "Still here." in chat.text()
+    assert "keep dropped" not in chat.text()
+    assert "you> keep" in chat.text()
+
+
+def test_a_second_ctrl_c_while_the_turn_stops_detaches(
+    daemon: DaemonProcess, fake: FakeModelServer, chat: Terminal
+):
+    """Ctrl-C twice: the chat leaves with 130, saying how to follow the turn, and the
+    daemon still gets the first Ctrl-C's stop."""
+    fake.queue(Stall(Text("never seen"), seconds=20), model="claude-sonnet-4-5")
+    chat.child.sendline("Go slow.")
+    chat.until(lambda: "Working (" in chat.text(), "the turn running")
+    thread = chat.lines()[-1].split()[0]
+    chat.child.send("\x03\x03")
+    assert chat.exit_status() == 130
+    assert f"the turn goes on in the daemon; follow it with condensate tail -f {thread}" in (
+        " ".join(chat.text().split())
+    )
+    settled(DaemonClient(daemon.url, daemon.token), thread)
+    (ended,) = [e for e in logged(daemon, thread) if e["kind"] == "turn.ended"][-1:]
+    assert ended["outcome"] == "interrupted"
+
+
+def test_an_approval_is_denied_at_the_prompt_with_a_reason(
+    daemon: DaemonProcess, fake: FakeModelServer, tmp_path: Path
+):
+    """`n: REASON` denies the call: it does not run, and the agent reads the reason."""
+    thread = new_thread(daemon, fake, tmp_path, permissions="ask")
+    terminal = Terminal(daemon.home, condensate("chat", thread))
+    try:
+        terminal.until(lambda: "you>" in terminal.text(), "the prompt")
+        fake.queue(
+            ToolCalls([Call("shell", {"command": f"touch {tmp_path / 'made'}"})]),
+            Text("I will leave it."),
+            model="claude-sonnet-4-5",
+        )
+        terminal.child.sendline("Make it.")
+        terminal.until(lambda: "[y/n]" in terminal.text(), "the question")
+        terminal.child.sendline("n: keep the tree clean")
+        terminal.until(lambda: "── turn completed" in terminal.text(), "the turn's end")
+    finally:
+        terminal.kill()
+    answered = [e for e in logged(daemon, thread) if e["kind"] == "approval.answered"]
+    assert [(a["decision"], a["reason"]) for a in answered] == [("deny", "keep the tree clean")]
+    assert not (tmp_path / "made").exists()
+    assert "keep the tree clean" in json.dumps(fake.requests[-1].body)
 
 
 def test_the_reply_is_markdown_wrapped_at_word_ends(
