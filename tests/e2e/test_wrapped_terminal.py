@@ -133,3 +133,33 @@ async def test_a_long_interactive_session_is_managed_in_flight(
     assert not any(e["kind"] == "engine.notice" for e in events)  # never restarted
     assert events[-1]["kind"] == "turn.ended"
     assert events[-1]["outcome"] == "completed"
+
+
+async def test_ctrl_c_is_the_clis_own(tmp_path: Path, workdir: Path) -> None:
+    """Ctrl-C reaches the person's Claude Code alone, as without Condensate: once at its
+    prompt it only warns (the wrapper goes on), twice and the CLI exits; the wrapper exits
+    with the CLI's code, and the session's turn ends."""
+    async with FakeModelServer(window=1_000_000) as fake:
+        home = tmp_path / "daemon"
+        home.mkdir()
+        with running_daemon(home, fake.url) as daemon:
+            env = person(tmp_path, workdir)
+            term = Terminal(home, condensate("claude"), rows=40, columns=120, env=env, cwd=workdir)
+            try:
+                await anyio.to_thread.run_sync(
+                    term.until, lambda: PROMPT in term.text(), "Claude Code's prompt"
+                )
+                term.child.sendcontrol("c")
+                await anyio.to_thread.run_sync(
+                    term.until, lambda: "again to exit" in term.text(), "Claude Code's warning"
+                )
+                assert term.child.isalive()
+                term.child.sendcontrol("c")
+                status = await anyio.to_thread.run_sync(term.exit_status)
+            finally:
+                term.kill()
+            client = DaemonClient(daemon.url, daemon.token)
+            thread = client.call("GET", "/threads")["threads"][0]
+            events = all_events(client, thread["id"])
+    assert status in (0, 130)
+    assert events[-1]["kind"] == "turn.ended"

@@ -45,7 +45,7 @@ async def test_a_thread_on_postgres_is_rebuilt_exactly_after_a_kill(
             await anyio.to_thread.run_sync(daemon.start)
             _, after = await call(session, daemon, "GET", f"/threads/{thread}")
             _, page = await call(
-                session, daemon, "GET", f"/threads/{thread}/tail?history=true&limit=1000"
+                session, daemon, "GET", f"/threads/{thread}/tail?history=1&limit=1000"
             )
     finally:
         await anyio.to_thread.run_sync(daemon.close)
