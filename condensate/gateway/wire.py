@@ -258,6 +258,25 @@ def held_text(reason: str) -> str:
     return f"{HELD_MARK} {reason}"
 
 
+@dataclass
+class EventEdits:
+    """A byte stream's SSE events, each passed through ``edit`` as it completes (the raw
+    event, without its blank line, to the bytes that stand for it); what is left of a partial
+    event waits for the next chunk, and goes out as it is at the end."""
+
+    edit: Callable[[bytes], bytes]
+    buffer: bytes = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        self.buffer += chunk
+        *events, self.buffer = self.buffer.split(b"\n\n")
+        return b"".join(self.edit(event) for event in events)
+
+    def end(self) -> bytes:
+        rest, self.buffer = self.buffer, b""
+        return rest
+
+
 def parsed_event(raw: bytes) -> tuple[str, Any]:
     """An SSE event's name (its ``event:``, else its data's ``type``) and its data, parsed
     (None for data that is not JSON)."""

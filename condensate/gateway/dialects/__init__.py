@@ -13,18 +13,10 @@ from typing import Any, Literal, Protocol
 from condensate.core.messages import Message
 from condensate.gateway.binding import Kept, Ledger
 from condensate.gateway.dialects import anthropic, openai
-from condensate.gateway.wire import Insertion, ReplyUsage, RequestShape
+from condensate.gateway.wire import EventEdits, Insertion, ReplyUsage, RequestShape
 from condensate.runtime.gateway_port import Clamps, NewestResult, Notice, ResetCut
 
 Api = Literal["anthropic", "openai"]
-
-
-class StreamEdit(Protocol):
-    """A change to a streamed reply, fed its bytes as they come."""
-
-    def feed(self, chunk: bytes) -> bytes: ...
-
-    def end(self) -> bytes: ...
 
 
 class Dialect(Protocol):
@@ -111,7 +103,7 @@ class Dialect(Protocol):
         takes none)."""
         ...
 
-    def noticed_stream(self, text: str) -> StreamEdit | None:
+    def noticed_stream(self, text: str) -> EventEdits | None:
         """What puts a line for the person first in a streamed reply (None: the API takes
         none)."""
         ...

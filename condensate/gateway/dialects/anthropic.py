@@ -16,6 +16,7 @@ from condensate.core.messages import Block, Message, Text, Thinking, ToolOutput,
 from condensate.gateway.binding import BINDING_MODELS, canonical_digest, keep_valid
 from condensate.gateway.wire import (
     NOTICE_MARK,
+    EventEdits,
     Insertion,
     ReplyUsage,
     RequestShape,
@@ -581,19 +582,9 @@ class NoticedStream:
     own events at index 0; every later block one index on."""
 
     text: str
-    buffer: bytes = b""
     told: bool = False
 
-    def feed(self, chunk: bytes) -> bytes:
-        self.buffer += chunk
-        *events, self.buffer = self.buffer.split(b"\n\n")
-        return b"".join(self._event(event) for event in events)
-
-    def end(self) -> bytes:
-        rest, self.buffer = self.buffer, b""
-        return rest
-
-    def _event(self, raw: bytes) -> bytes:
+    def event(self, raw: bytes) -> bytes:
         if b"content_block_" not in raw:
             out = raw + b"\n\n"
             if not self.told and b"message_start" in raw:
@@ -621,5 +612,5 @@ def _notice_events(text: str) -> bytes:
     )
 
 
-def noticed_stream(text: str) -> NoticedStream:
-    return NoticedStream(text)
+def noticed_stream(text: str) -> EventEdits:
+    return EventEdits(NoticedStream(text).event)

@@ -17,6 +17,7 @@ from condensate.core.messages import Block, Message, Text, Thinking, ToolOutput,
 from condensate.gateway.binding import canonical_digest, keep_valid_reasoning
 from condensate.gateway.wire import (
     NOTICE_MARK,
+    EventEdits,
     Insertion,
     ReplyUsage,
     RequestShape,
@@ -552,21 +553,11 @@ class NoticedStream:
     """A streamed reply with a message item of the line's put last, before the completion."""
 
     text: str
-    buffer: bytes = b""
     items: int = 0
     sequence: int = -1
     told: bool = False
 
-    def feed(self, chunk: bytes) -> bytes:
-        self.buffer += chunk
-        *events, self.buffer = self.buffer.split(b"\n\n")
-        return b"".join(self._event(event) for event in events)
-
-    def end(self) -> bytes:
-        rest, self.buffer = self.buffer, b""
-        return rest
-
-    def _event(self, raw: bytes) -> bytes:
+    def event(self, raw: bytes) -> bytes:
         name, data = parsed_event(raw)
         if not isinstance(data, dict):
             return raw + b"\n\n"
@@ -607,5 +598,5 @@ class NoticedStream:
         return out
 
 
-def noticed_stream(text: str) -> NoticedStream:
-    return NoticedStream(text)
+def noticed_stream(text: str) -> EventEdits:
+    return EventEdits(NoticedStream(text).event)
