@@ -25,8 +25,21 @@ from tests.integration.daemon import REPO, running_daemon, wait_for
 PERSON_KEY = "sk-person"
 
 
-def wrapper_env(home: Path, daemon_home: Path) -> dict[str, str]:
-    """A person's shell: their own key and home, the daemon found by its state directory."""
+def daemon_home(tmp_path: Path) -> Path:
+    """The daemon's state directory, made."""
+    home = tmp_path / "daemon"
+    home.mkdir()
+    return home
+
+
+def wrapper_env(home: Path, daemon_home: Path, *, codex_login: bool = False) -> dict[str, str]:
+    """A person's shell: their own key and home (made; with ``codex_login``, their Codex
+    login in it, an API key), the daemon found by its state directory."""
+    home.mkdir(exist_ok=True)
+    if codex_login:
+        login = home / ".codex" / "auth.json"
+        login.parent.mkdir()
+        login.write_text(json.dumps({"auth_mode": "apikey", "OPENAI_API_KEY": PERSON_KEY}))
     env = {
         k: v
         for k, v in os.environ.items()
@@ -65,11 +78,9 @@ async def test_claude_runs_through_the_gateway_with_the_persons_own_key(
             Text("thirty numbers"),
             model="claude-opus-5-5",
         )
-        home = tmp_path / "daemon"
-        home.mkdir()
+        home = daemon_home(tmp_path)
         with running_daemon(home, fake.url, CONDENSATE_ANTHROPIC_API_KEY="sk-daemon") as daemon:
             env = wrapper_env(tmp_path / "person", home)
-            (tmp_path / "person").mkdir()
             done = await wrapped(
                 env, workdir, "-p", "count to thirty", "--allowedTools", "Bash(seq:*)"
             )
@@ -115,13 +126,9 @@ async def test_codex_runs_through_the_gateway_with_the_persons_own_key(
             Text("thirty numbers"),
             model="gpt-6.2-sol",
         )
-        home = tmp_path / "daemon"
-        home.mkdir()
+        home = daemon_home(tmp_path)
         with running_daemon(home, fake.url, CONDENSATE_OPENAI_API_KEY="sk-daemon") as daemon:
-            login = tmp_path / "person" / ".codex" / "auth.json"
-            login.parent.mkdir(parents=True)
-            login.write_text(json.dumps({"auth_mode": "apikey", "OPENAI_API_KEY": PERSON_KEY}))
-            env = wrapper_env(tmp_path / "person", home)
+            env = wrapper_env(tmp_path / "person", home, codex_login=True)
             done = await wrapped(
                 env, workdir, "exec", "--skip-git-repo-check", "count to thirty", cli="codex"
             )
@@ -156,14 +163,12 @@ async def test_a_person_without_a_login_runs_on_the_daemons_key(
     its model requests reach the provider with the daemon's key."""
     async with FakeModelServer(window=200_000, api_key="sk-daemon") as fake:
         fake.queue(Text("hi there"), model=model)
-        home = tmp_path / "daemon"
-        home.mkdir()
+        home = daemon_home(tmp_path)
         daemon_keys = {
             "CONDENSATE_ANTHROPIC_API_KEY": "sk-daemon",
             "CONDENSATE_OPENAI_API_KEY": "sk-daemon",
         }
         with running_daemon(home, fake.url, **daemon_keys):
-            (tmp_path / "person").mkdir()
             env = wrapper_env(tmp_path / "person", home)
             del env["ANTHROPIC_API_KEY"], env["OPENAI_API_KEY"]
             done = await wrapped(env, workdir, *args, cli=cli)
@@ -178,10 +183,8 @@ async def test_the_clis_exit_code_is_the_wrappers(tmp_path: Path, workdir: Path)
     """A CLI that fails (an unknown option) exits through the wrapper with its own code and
     message, and its session's turn ends failed with that code."""
     async with FakeModelServer(window=200_000) as fake:
-        home = tmp_path / "daemon"
-        home.mkdir()
+        home = daemon_home(tmp_path)
         with running_daemon(home, fake.url) as daemon:
-            (tmp_path / "person").mkdir()
             env = wrapper_env(tmp_path / "person", home)
             done = await wrapped(env, workdir, "--no-such-option-here")
             client = DaemonClient(daemon.url, daemon.token)
@@ -217,8 +220,7 @@ async def test_a_restarted_daemon_takes_the_session_up_again(tmp_path: Path, wor
     not logged twice, and the session's turn is resumed, not ended."""
     async with FakeModelServer(window=200_000) as fake:
         fake.queue(Text("one"), Text("two"), model="claude-opus-5-5")
-        home = tmp_path / "daemon"
-        home.mkdir()
+        home = daemon_home(tmp_path)
         port = str(free_port())
         with running_daemon(home, fake.url, CONDENSATE_PORT=port) as daemon:
             client = DaemonClient(daemon.url, daemon.token)
@@ -280,10 +282,8 @@ async def test_a_subagent_of_the_persons_claude_is_its_own(tmp_path: Path, workd
             Text("done"),
             model="claude-opus-5-5",
         )
-        home = tmp_path / "daemon"
-        home.mkdir()
+        home = daemon_home(tmp_path)
         with running_daemon(home, fake.url) as daemon:
-            (tmp_path / "person").mkdir()
             env = wrapper_env(tmp_path / "person", home)
             done = await wrapped(env, workdir, "-p", "delegate the counting")
             client = DaemonClient(daemon.url, daemon.token)
@@ -314,10 +314,8 @@ async def test_a_daemon_that_dies_mid_session_leaves_the_cli_a_clear_error(
             Text("never seen"),
             model="claude-opus-5-5",
         )
-        home = tmp_path / "daemon"
-        home.mkdir()
+        home = daemon_home(tmp_path)
         with running_daemon(home, fake.url) as daemon:
-            (tmp_path / "person").mkdir()
             env = wrapper_env(tmp_path / "person", home)
             command = [sys.executable, "-m", "condensate", "claude", "-p", "wait a little"]
             command += ["--allowedTools", "Bash(sleep:*)"]
@@ -347,17 +345,13 @@ async def test_a_persons_codex_is_told_of_a_window_in_its_conversation(
     async with FakeModelServer(window=1_000_000, api_key=PERSON_KEY) as fake:
         reads = [ToolCalls([Call("exec_command", {"cmd": f"seq {n} 4000"})]) for n in range(8)]
         fake.queue(*reads, Text("all read"), model="gpt-6.2-sol")
-        home = tmp_path / "daemon"
-        home.mkdir()
+        home = daemon_home(tmp_path)
         settings = {
             "CONDENSATE_WINDOW_CEILING_PI": "70000",
             "CONDENSATE_CURATOR_MODEL": "openai:gpt-5.5",
         }
         with running_daemon(home, fake.url, **settings):
-            login = tmp_path / "person" / ".codex" / "auth.json"
-            login.parent.mkdir(parents=True)
-            login.write_text(json.dumps({"auth_mode": "apikey", "OPENAI_API_KEY": PERSON_KEY}))
-            env = wrapper_env(tmp_path / "person", home)
+            env = wrapper_env(tmp_path / "person", home, codex_login=True)
             done = await wrapped(
                 env, workdir, "exec", "--skip-git-repo-check", "read them all", cli="codex"
             )

@@ -152,27 +152,8 @@ async def test_a_summary_is_sent_in_place_of_the_older_part(tmp_path: Path) -> N
                 for e in thread.projection.entries
                 if isinstance(e.event, AssistantMessage) and e.event.tool_calls[0].id == "c2"
             )
-            usage = runtime.usage(thread)
-            trigger = WindowTrigger(
-                used=usage.used,
-                line=usage.line,
-                ceiling=usage.ceiling,
-                window=usage.window,
-                freed=1000,
-                reason="test",
-            )
-            await runtime.append(
-                thread,
-                Window(
-                    at=runtime.clock(),
-                    window_kind="summary",
-                    cut=thread.projection.last_seq,
-                    keep_from=keep,
-                    summary="SUMMARY: read big.log, it was all x.",
-                    author="operator",
-                    trigger=trigger,
-                ),
-            )
+            summary = "SUMMARY: read big.log, it was all x."
+            await runtime.append(thread, summary_window(runtime, thread, summary, keep))
             history += [bash("c3", "pwd"), result("c3", "/w")]
             await send(base, history)
     last = [r for r in fake.requests if r.endpoint == "messages"][-1]
@@ -295,8 +276,14 @@ async def test_the_person_is_told_once_of_a_window_and_the_provider_never_sees_i
     assert "[condensate window]" not in str(last.body)
 
 
-def summary_window(runtime: Runtime, thread: Thread) -> Window:
-    """A summary of everything the view holds, as an operator's answer would take it."""
+def summary_window(
+    runtime: Runtime,
+    thread: Thread,
+    summary: str = "SUMMARY: read big.log.",
+    keep_from: int | None = None,
+) -> Window:
+    """A summary of the view before ``keep_from`` (of all of it, by default), as an
+    operator's answer would take it."""
     usage = runtime.usage(thread)
     trigger = WindowTrigger(
         used=usage.used,
@@ -310,7 +297,8 @@ def summary_window(runtime: Runtime, thread: Thread) -> Window:
         at=runtime.clock(),
         window_kind="summary",
         cut=thread.projection.last_seq,
-        summary="SUMMARY: read big.log.",
+        keep_from=keep_from,
+        summary=summary,
         author="operator",
         trigger=trigger,
     )
