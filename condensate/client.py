@@ -96,6 +96,17 @@ class Requests:
         return Request("POST", "/threads", _body(body), api.Thread.model_validate)
 
     @staticmethod
+    def attach(body: api.Attach) -> Request[api.Attached]:
+        return Request("POST", "/attach", _body(body), api.Attached.model_validate)
+
+    @staticmethod
+    def detach(thread_id: str, exit_code: int) -> Request[api.Detached]:
+        body = _body(api.Detach(exit_code=exit_code))
+        return Request(
+            "POST", _thread_path(thread_id, "/detach"), body, api.Detached.model_validate
+        )
+
+    @staticmethod
     def send(thread_id: str, text: str, *, pinned: bool = False) -> Request[api.MessageSent]:
         body = _body(api.SendMessage(text=text, pinned=pinned))
         return Request(
@@ -313,6 +324,14 @@ class DaemonClient:
     def create(self, body: api.CreateThread) -> api.Thread:
         return self.send_request(Requests.create(body))
 
+    def attach(self, body: api.Attach) -> api.Attached:
+        """A thread for a CLI a person runs in their own terminal, and how to start it."""
+        return self.send_request(Requests.attach(body))
+
+    def detach(self, thread_id: str, exit_code: int) -> api.Detached:
+        """The person's CLI exited with ``exit_code``: its session's turn ends."""
+        return self.send_request(Requests.detach(thread_id, exit_code))
+
     def send(self, thread_id: str, text: str, *, pinned: bool = False) -> api.MessageSent:
         return self.send_request(Requests.send(thread_id, text, pinned=pinned))
 
@@ -487,6 +506,12 @@ class AsyncDaemonClient:
 
     async def create(self, body: api.CreateThread) -> api.Thread:
         return await self.send_request(Requests.create(body))
+
+    async def attach(self, body: api.Attach) -> api.Attached:
+        return await self.send_request(Requests.attach(body))
+
+    async def detach(self, thread_id: str, exit_code: int) -> api.Detached:
+        return await self.send_request(Requests.detach(thread_id, exit_code))
 
     async def send(self, thread_id: str, text: str, *, pinned: bool = False) -> api.MessageSent:
         return await self.send_request(Requests.send(thread_id, text, pinned=pinned))

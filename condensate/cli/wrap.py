@@ -77,7 +77,7 @@ def cmd_wrap(settings: Settings, engine: str, argv: Sequence[str]) -> int:
         head=wrapping.head,
         pid=os.getpid(),
     )
-    attached = api.Attached.model_validate(client.call("POST", "/attach", _json(body)))
+    attached = client.attach(body)
     thread = attached.thread.id
     how = "managed" if manage else "costs and logging only"
     sys.stderr.write(
@@ -99,7 +99,7 @@ def cmd_wrap(settings: Settings, engine: str, argv: Sequence[str]) -> int:
     finally:
         relay.stop()
     try:
-        client.call("POST", f"/threads/{thread}/detach", {"exitCode": max(-255, min(code, 255))})
+        client.detach(thread, max(-255, min(code, 255)))
     except DaemonError as exc:
         sys.stderr.write(f"condensate: the daemon was not told the CLI exited: {exc}\n")
     return code
@@ -142,13 +142,10 @@ def run_in_terminal(command: list[str], env: dict[str, str]) -> int:
 def _daemon(settings: Settings) -> DaemonClient:
     """The running daemon; one started (and said so) when none answers."""
     try:
-        client = DaemonClient.find(settings)
-        client.call("GET", "/health")
+        return _answering(settings)
     except DaemonError as exc:
         if exc.code not in ("unreachable", "no-token"):
             raise
-    else:
-        return client
     log_file = settings.home / "daemon.log"
     settings.home.mkdir(parents=True, exist_ok=True)
     with log_file.open("ab") as out:
@@ -166,16 +163,16 @@ def _daemon(settings: Settings) -> DaemonClient:
     deadline = time.monotonic() + START_WAIT
     while True:
         try:
-            client = DaemonClient.find(settings)
-            client.call("GET", "/health")
+            return _answering(settings)
         except DaemonError as exc:
             if started.poll() is not None or time.monotonic() > deadline:
                 msg = f"The daemon did not start (see {log_file}): {exc}"
                 raise DaemonError(code="daemon-not-started", detail=msg) from exc
             time.sleep(0.2)
-        else:
-            return client
 
 
-def _json(body: api.Attach) -> dict[str, object]:
-    return body.model_dump(by_alias=True, exclude_none=True)
+def _answering(settings: Settings) -> DaemonClient:
+    """The daemon's client, once it answers (``DaemonError`` while it does not)."""
+    client = DaemonClient.find(settings)
+    client.health()
+    return client

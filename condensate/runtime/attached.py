@@ -93,8 +93,8 @@ class AttachedSession:
     from (valid for the conversation last heard)."""
 
     def attach(self) -> str:
-        """The base URL the CLI is given (its pass in it): issued at start and again when
-        the daemon takes the session up after a restart (the same pass)."""
+        """The base URL the CLI is given (its pass in it): issued when the session is made,
+        and again when the daemon takes it up after a restart (the same pass)."""
         if self.access is None or self.access.attach is None:
             msg = "This daemon serves no gateway: a person's CLI cannot be managed."
             raise RuntimeError(msg)
@@ -109,7 +109,7 @@ class AttachedSession:
         return self.inner.baseline(spec)
 
     async def run_turn(self, ctx: TurnContext) -> TurnOutcome:
-        self.attach()
+        # Its pass is good from the session's making (``Runtime.engine_for``), before this.
         while not self.ended.is_set():
             with anyio.move_on_after(ALIVE_POLL_SECONDS):
                 await self.ended.wait()
