@@ -212,8 +212,7 @@ def launch(settings: EngineSettings, base_url: str, managed: bool, home: Path) -
         "CLAUDE_CODE_OAUTH_TOKEN",
         "~/.claude/.credentials.json",
     )
-    key = base_url.rsplit("/", 1)[-1]
-    return Launch(resolve_binary(own.claude_binary), (), env, logins, "ANTHROPIC_API_KEY", key)
+    return Launch(resolve_binary(own.claude_binary), (), env, logins, "ANTHROPIC_API_KEY")
 
 
 MODEL_ALIASES = {

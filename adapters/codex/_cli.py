@@ -389,12 +389,11 @@ def launch(settings: EngineSettings, base_url: str, managed: bool, home: Path) -
             listed = bundled_catalog(binary, catalog.parent)
             _child.write_private(catalog, json.dumps(every_model_out_of_reach(listed)))
         args += ["-c", f"model_catalog_json={_toml(str(catalog))}"]
-    key = base_url.rsplit("/", 1)[-1]
     keyless = (
         "-c", f"{provider}.requires_openai_auth=false",
         "-c", f"{provider}.env_key={_toml(ATTACHED_KEY)}",
     )  # fmt: skip
-    return Launch(binary, tuple(args), {}, LOGINS, ATTACHED_KEY, key, keyless)
+    return Launch(binary, tuple(args), {}, LOGINS, ATTACHED_KEY, keyless)
 
 
 def every_model_out_of_reach(bundled: dict[str, Any]) -> dict[str, Any]:

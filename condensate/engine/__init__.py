@@ -165,6 +165,15 @@ class Interruptible(Protocol):
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """How a person's own CLI reaches the gateway: ``url``, its base URL with the session's
+    pass in its path, and the pass itself (the key a person with no login is given)."""
+
+    url: str
+    credential: str
+
+
+@dataclass(frozen=True)
 class GatewayAccess:
     """How a CLI engine reaches its provider through the daemon's gateway: the base URL to
     give the CLI (its engine's API's, ``EngineInfo.gateway_api``), and a pass per session
@@ -176,9 +185,9 @@ class GatewayAccess:
     session: Callable[[str], None]
     """The engine now runs this session (Claude Code's session id, Codex's thread id):
     requests that name another are refused."""
-    attach: Callable[[], str] | None = None
-    """The base URL for a person's own CLI session (``condensate claude``), its pass in the
-    path, so the CLI keeps its own credential; the same after a daemon restart."""
+    attach: Callable[[], Attachment] | None = None
+    """A person's own CLI session's pass (``condensate claude``), and the base URL with it in
+    the path, so the CLI keeps its own credential; the same after a daemon restart."""
 
 
 class EngineSettings(BaseSettings):
@@ -255,7 +264,6 @@ class Launch:
     home (``~/...``); with none, ``key_variable`` is given the session's pass and the daemon's
     credential is used."""
     key_variable: str = ""
-    key: str = ""
     keyless_args: tuple[str, ...] = ()
     """Arguments added (after ``args``) for a person with no login: the CLI then reads its
     key from ``key_variable``."""
@@ -341,6 +349,7 @@ Engines = Mapping[str, EngineInfo]
 
 __all__ = [
     "INTERRUPTED_BY_OPERATOR",
+    "Attachment",
     "Checkpoint",
     "Checkpoints",
     "EngineAdapter",

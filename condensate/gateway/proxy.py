@@ -30,7 +30,7 @@ from multidict import CIMultiDict
 from condensate.api.bodies import BODY_TIMEOUT
 from condensate.core.messages import Message
 from condensate.core.tokens import counter_for
-from condensate.engine import GatewayAccess
+from condensate.engine import Attachment, GatewayAccess
 from condensate.errors import ConfigError, ProviderError, TransportFailed
 from condensate.events import ModelUsage, now_utc
 from condensate.gateway.binding import (
@@ -376,8 +376,14 @@ class Gateway:
             url=url,
             issue=lambda: self.issue(thread_id, api).credential,
             session=lambda session_id: self.bind(thread_id, session_id),
-            attach=lambda: f"{url}/{IN_PATH}/{self.issue(thread_id, api, ATTACHED).credential}",
+            attach=lambda: self._attachment(url, thread_id, api),
         )
+
+    def _attachment(self, url: str, thread_id: str, api: Api) -> Attachment:
+        """A person's own CLI session's pass (the thread's one, the same after a restart) and
+        its base URL with the pass in its path."""
+        credential = self.issue(thread_id, api, ATTACHED).credential
+        return Attachment(f"{url}/{IN_PATH}/{credential}", credential)
 
     def bind(self, thread_id: str, session_id: str) -> None:
         """The thread's engine now runs session ``session_id``: a request naming another (in

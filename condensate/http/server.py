@@ -381,12 +381,9 @@ async def attach(request: web.Request) -> web.Response:
     )
     thread = await runtime.create(spec)
     # A launcher may run the CLI once (Codex lists its models): off the event loop.
+    attachment = runtime.attachment(thread)
     launch = await anyio.to_thread.run_sync(
-        profile.info.launch,
-        profile.settings,
-        runtime.attach_url(thread),
-        body.manage,
-        runtime.settings.home,
+        profile.info.launch, profile.settings, attachment.url, body.manage, runtime.settings.home
     )
     answer_launch = api.Launch(
         binary=launch.binary,
@@ -394,7 +391,7 @@ async def attach(request: web.Request) -> web.Response:
         env=dict(launch.env),
         logins=list(launch.logins),
         key_variable=launch.key_variable,
-        key=launch.key,
+        key=attachment.credential,
         keyless_args=list(launch.keyless_args),
     )
     return answer(api.Attached(thread=thread_answer(runtime, thread), launch=answer_launch), 201)

@@ -39,6 +39,7 @@ from condensate.core.summary import Miss, Summary, carry_out
 from condensate.core.tokens import bare_model, count_event, counter_for, small_batch
 from condensate.engine import (
     INTERRUPTED_BY_OPERATOR,
+    Attachment,
     Checkpoint,
     EngineAdapter,
     EngineEnv,
@@ -537,12 +538,16 @@ class Runtime:
             session.attach()  # its pass good from now, before its turn (re)starts
         return session
 
-    def attach_url(self, thread: Thread) -> str:
-        """The base URL a person's own CLI session is given (its pass in it)."""
+    def attachment(self, thread: Thread) -> Attachment:
+        """How a person's own CLI session reaches the gateway: its base URL and its pass."""
         if not isinstance(thread.engine, attached.AttachedSession):
             msg = f"Thread {thread.thread_id} is no CLI session a person runs."
             raise Refused(code="not-attached", detail=msg)
-        return thread.engine.base_url or thread.engine.attach()
+        return thread.engine.attachment or thread.engine.attach()
+
+    def attach_url(self, thread: Thread) -> str:
+        """The base URL a person's own CLI session is given (its pass in it)."""
+        return self.attachment(thread).url
 
     async def detach(self, thread: Thread, exit_code: int) -> None:
         """A person's own CLI exited: its session's turn ends with its exit code."""

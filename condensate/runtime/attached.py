@@ -31,7 +31,14 @@ from condensate.core.messages import Message, Text, Thinking, ToolOutput, ToolUs
 from condensate.core.meter import ContextUsage
 from condensate.core.receipts import argument_of
 from condensate.core.render import CLOSE, OPEN, PREAMBLE, entry_text
-from condensate.engine import EngineAdapter, GatewayAccess, ThreadSpec, TurnContext, TurnOutcome
+from condensate.engine import (
+    Attachment,
+    EngineAdapter,
+    GatewayAccess,
+    ThreadSpec,
+    TurnContext,
+    TurnOutcome,
+)
 from condensate.events import (
     AssistantMessage,
     Event,
@@ -71,7 +78,7 @@ class AttachedSession:
     inner: EngineAdapter
     access: GatewayAccess | None
     pid: int | None
-    base_url: str = ""
+    attachment: Attachment | None = None
     exit_code: int | None = None
     ended: anyio.Event = field(default_factory=anyio.Event)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -92,14 +99,14 @@ class AttachedSession:
     """For each of ``keys``: the position in the CLI's conversation of the message it came
     from (valid for the conversation last heard)."""
 
-    def attach(self) -> str:
+    def attach(self) -> Attachment:
         """The base URL the CLI is given (its pass in it): issued when the session is made,
         and again when the daemon takes it up after a restart (the same pass)."""
         if self.access is None or self.access.attach is None:
             msg = "This daemon serves no gateway: a person's CLI cannot be managed."
             raise RuntimeError(msg)
-        self.base_url = self.access.attach()
-        return self.base_url
+        self.attachment = self.access.attach()
+        return self.attachment
 
     def end(self, exit_code: int) -> None:
         self.exit_code = exit_code
