@@ -208,7 +208,12 @@ class GatewayAdmitter(Protocol):
 
     async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
         """Return once the log holds the request's newest result, when the view may rewrite
-        it (a ``condense`` result, an output that may be paged), or a little later."""
+        it (a ``condense`` result, an output that may be paged or clamped), or a little
+        later."""
+        ...
+
+    def clamp_chars(self, thread_id: str) -> int | None:
+        """The length past which the thread's view clamps a text (None: nothing clamped)."""
         ...
 
     def reset_cut(self, thread_id: str) -> ResetCut | None:
@@ -470,6 +475,12 @@ class Gateway:
                 model = str(document.get("model") or "")
                 compacting = await admitter.heard(thread, conversation, model)
                 await admitter.caught_up(thread, dialect(api).newest_result(document))
+        elif admitter is not None and _may_clamp(admitter.clamp_chars(thread), body):
+            # The CLI's request may outrun its log: the first output past the clamp must not
+            # reach the provider whole because the view has not seen it yet.
+            parsed = _json_object(body)
+            if parsed is not None:
+                await admitter.caught_up(thread, dialect(api).newest_result(parsed))
         # Asked once: the bound and the measurement both decide against them.
         shown = admitter.receipts(thread) if admitter is not None else {}
         clamped = admitter.clamps(thread) if admitter is not None else Clamps()
@@ -875,6 +886,12 @@ def _may_be_binding(call: _Call, upstream: aiohttp.ClientResponse) -> bool:
 
 def _dumps(document: Mapping[str, Any]) -> bytes:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _may_clamp(clamp: int | None, body: bytes) -> bool:
+    """Whether the request may hold a text the view clamps: one longer than the clamp
+    cannot fit in fewer bytes."""
+    return clamp is not None and len(body) > clamp
 
 
 def _json_object(body: bytes) -> Mapping[str, Any] | None:

@@ -324,6 +324,10 @@ class Runtime:
             return False
         return await attached.heard(self, thread, conversation, model)
 
+    def clamp_chars(self, thread_id: str) -> int | None:
+        thread = self.threads.get(thread_id)
+        return None if thread is None else thread.projection.clamp_chars
+
     async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
         thread = self.threads.get(thread_id)
         if thread is not None:

@@ -151,6 +151,9 @@ class NoRewrites:
     def reset_cut(self, thread_id: str) -> ResetCut | None:
         return None
 
+    def clamp_chars(self, thread_id: str) -> int | None:
+        return None
+
     def clamps(self, thread_id: str) -> Clamps:
         return Clamps()
 
@@ -563,6 +566,72 @@ async def test_a_request_with_receipts_goes_on_exactly_as_sent_but_for_them(
     assert isinstance(sent[1]["content"][0]["input"]["n"], int)
     assert sent[2]["content"][0]["content"] == "[receipt seq 7]"
     assert sent[0] == messages[0]
+
+
+@dataclass
+class Lagging(Cleared):
+    """``Cleared``, clamping texts past ``chars``, whose log holds the newest result only
+    once the gateway waited for it (``caught_up``): the CLI's request outran its log."""
+
+    chars: int = 0
+    logged: dict[str, str] = field(default_factory=dict)
+    """What the view shows once the log caught up."""
+    waited: list[str] = field(default_factory=list)
+
+    def clamp_chars(self, thread_id: str) -> int | None:
+        return self.chars
+
+    async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
+        if newest is not None:
+            self.waited.append(newest.call_id)
+            await anyio.sleep(0.05)
+            self.cleared.update(self.logged)
+
+
+def ran(output: str) -> list[dict[str, Any]]:
+    """A conversation whose newest block is a Bash call's ``output``."""
+    return [
+        user("count"),
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": output}],
+        },
+    ]
+
+
+async def test_a_result_past_the_clamp_waits_for_the_log_and_goes_on_clamped(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A thread whose requests are otherwise left as sent: a request whose newest result is
+    longer than the clamp waits for the log to hold it, and carries it as the view then
+    shows it; the provider never sees the whole output first."""
+    fake.queue(Text("counted"))
+    admitter = Lagging({}, chars=1_000, logged={"toolu_1": "head [clamped] tail"})
+    async with serving(upstream_for(fake), admitter=admitter) as served:
+        answer = await post(http, served.anthropic(), claude_body(ran("x" * 5_000)), served.key())
+    assert answer.status == 200
+    [seen] = fake.requests
+    assert seen.body["messages"][2]["content"][0]["content"] == "head [clamped] tail"
+    assert admitter.waited == ["toolu_1"]
+
+
+async def test_a_request_shorter_than_the_clamp_goes_on_without_waiting(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A request of fewer bytes than the clamp's characters holds nothing the view clamps:
+    it is not read for its newest result, and goes on at once."""
+    fake.queue(Text("counted"))
+    admitter = Lagging({}, chars=100_000, logged={"toolu_1": "never shown"})
+    async with serving(upstream_for(fake), admitter=admitter) as served:
+        answer = await post(http, served.anthropic(), claude_body(ran("x" * 5_000)), served.key())
+    assert answer.status == 200
+    [seen] = fake.requests
+    assert seen.body["messages"][2]["content"][0]["content"] == "x" * 5_000
+    assert admitter.waited == []
 
 
 @dataclass
