@@ -164,6 +164,24 @@ async def stop(process: asyncio.subprocess.Process, grace: float = STOP_GRACE_SE
         return
 
 
+async def exit_status(process: asyncio.subprocess.Process) -> int | None:
+    """The child's exit status once it has exited, even when the event loop has not reaped it
+    yet (killed a moment ago: its status reaches the loop a little later, and a message sent
+    meanwhile would be written to a dead process); None while it runs. The OS is asked
+    without reaping the child (``WNOWAIT``), so the loop's own wait still collects it."""
+    if process.returncode is None and not _exited(process.pid):
+        return None
+    return await process.wait()
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child ``pid`` has exited: asked without waiting, and without reaping it."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True  # reaped already: the loop is taking its status
+
+
 async def kill(process: asyncio.subprocess.Process) -> None:
     """End a CLI now, whatever it was doing (a cancelled turn left it mid-turn), shielded
     from the cancellation that asked for it."""

@@ -205,8 +205,9 @@ class ClaudeCodeEngine(TurnReader):
         self.window_pending = True  # the next turn starts its session with the window
 
     async def ready(self, ctx: TurnContext) -> None:
-        if self.process is not None and self.process.returncode is not None:
-            await self._exited_between_turns(ctx, self.process.returncode)
+        returncode = None if self.process is None else await _child.exit_status(self.process)
+        if returncode is not None:
+            await self._exited_between_turns(ctx, returncode)
         if self.process is None:
             await self._start(ctx)
 

@@ -227,8 +227,8 @@ class CodexEngine(TurnReader):
     async def _ensure_server(self, ctx: TurnContext) -> None:
         """A running app-server; a new one resumes the Codex thread the last one ran (an
         app-server that exited after its last turn is noted first)."""
-        if self.server is not None and self.server.process.returncode is not None:
-            returncode = self.server.process.returncode
+        returncode = None if self.server is None else await _child.exit_status(self.server.process)
+        if self.server is not None and returncode is not None:
             await self.server.close()
             self.server = None
             detail = f"exit {returncode} between turns; {_child.stderr_tail(self.codex_home)}"
