@@ -18,7 +18,9 @@ terminal, through the gateway, its pass in its base URL and its own login in its
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,6 +72,14 @@ CHANGED = (
 )
 
 
+@dataclass(frozen=True)
+class Heard:
+    """A conversation a session's CLI sent, and its events."""
+
+    conversation: Sequence[tuple[int, Message]] = ()
+    placed: Sequence[Placed] = ()
+
+
 @dataclass
 class AttachedSession:
     """The engine of an attached thread: it runs no CLI, and its turn waits for the session
@@ -98,6 +108,8 @@ class AttachedSession:
     positions: list[int] = field(default_factory=list)
     """For each of ``keys``: the position in the CLI's conversation of the message it came
     from (valid for the conversation last heard)."""
+    heard: Heard = field(default_factory=Heard)
+    """The conversation last heard, and its events (``placed_for``)."""
 
     def attach(self) -> Attachment:
         """The base URL the CLI is given (its pass in it): issued when the session is made,
@@ -148,11 +160,18 @@ def _alive(pid: int | None) -> bool:
 # -- what the CLI sends, logged ----------------------------------------------------------------
 
 
-def events_of(conversation: Sequence[tuple[int, Message]], at: datetime) -> list[Placed]:
+def events_of(
+    conversation: Sequence[tuple[int, Message]],
+    at: datetime,
+    earlier: Sequence[tuple[int, Message]] = (),
+) -> list[Placed]:
     """The log's events for a conversation: a reply as ``message.assistant``, each result as
     the ``tool.result`` of its call (named by its argument), a person's text as
-    ``message.user``; Condensate's own replies (a held request's) are left out."""
-    calls: dict[str, ToolUse] = {}
+    ``message.user``; Condensate's own replies (a held request's) are left out. ``earlier``:
+    the messages before ``conversation``, whose calls its results may answer."""
+    calls: dict[str, ToolUse] = {
+        b.id: b for _, m in earlier for b in m.content if isinstance(b, ToolUse)
+    }
     out: list[Placed] = []
     for position, message in conversation:
         texts = [b.text for b in message.content if isinstance(b, Text) and b.text]
@@ -200,9 +219,26 @@ class Placed:
     position: int
     event: Event
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         return key_of(self.event)
+
+
+def placed_for(conversation: Sequence[tuple[int, Message]], at: datetime, last: Heard) -> Heard:
+    """``conversation`` and its events (``events_of``), the events of the messages it begins
+    with in common with ``last`` taken from there: a CLI sends its whole conversation on every
+    request, and only what it added since is read (with its keys)."""
+    same = 0
+    for now, before in zip(conversation, last.conversation, strict=False):
+        if now != before:
+            break
+        same += 1
+    if same == 0:
+        return Heard(conversation, events_of(conversation, at))
+    upto = conversation[same - 1][0]
+    kept = list(itertools.takewhile(lambda p: p.position <= upto, last.placed))
+    fresh = events_of(conversation[same:], at, earlier=conversation[:same])
+    return Heard(conversation, kept + fresh)
 
 
 def key_of(event: Event) -> str:
@@ -262,7 +298,8 @@ async def _logged(
             logged = _since_last_change(await runtime.log.events(thread.thread_id))
             session.keys = [key_of(s.event) for s in logged]
             session.seqs = [s.seq for s in logged]
-        placed = events_of(conversation, runtime.clock())
+        heard = session.heard = placed_for(conversation, runtime.clock(), session.heard)
+        placed = heard.placed
         now = [p.key for p in placed]
         changed = now[: len(session.keys)] != session.keys
         if changed and compacting:
@@ -270,7 +307,9 @@ async def _logged(
             # holds, the session's log stays as it is (its summary starts the next one).
             return
         new = placed if changed else placed[len(session.keys) :]
-        stored = await runtime.append(thread, [p.event for p in new]) if new else []
+        at = runtime.clock()  # an event read from an earlier request is logged now
+        logging = [p.event.model_copy(update={"at": at}) for p in new]
+        stored = await runtime.append(thread, logging) if new else []
         if changed:
             last = thread.projection.last_seq
             session.keys, session.seqs = [], []
