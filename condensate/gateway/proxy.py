@@ -17,7 +17,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 import aiohttp
@@ -475,12 +475,13 @@ class Gateway:
                 model = str(document.get("model") or "")
                 compacting = await admitter.heard(thread, conversation, model)
                 await admitter.caught_up(thread, dialect(api).newest_result(document))
-        elif admitter is not None and _may_clamp(admitter.clamp_chars(thread), body):
-            # The CLI's request may outrun its log: the first output past the clamp must not
-            # reach the provider whole because the view has not seen it yet.
+        elif admitter is not None and (arrived := self._arrived(call, body, thread)) is not None:
+            # The CLI's request may outrun its log: the first output or argument past the
+            # clamp must not reach the provider whole because the view has not seen it yet.
             parsed = _json_object(body)
-            if parsed is not None:
-                await admitter.caught_up(thread, dialect(api).newest_result(parsed))
+            newest = None if parsed is None else dialect(api).newest_result(parsed)
+            if newest is not None:
+                await admitter.caught_up(thread, replace(newest, arrived=arrived))
         # Asked once: the bound and the measurement both decide against them.
         shown = admitter.receipts(thread) if admitter is not None else {}
         clamped = admitter.clamps(thread) if admitter is not None else Clamps()
@@ -588,6 +589,20 @@ class Gateway:
         meter = self.meters.get(key)
         size = meter.bound(body) if meter is not None else None
         return size is not None and size <= gate
+
+    def _arrived(self, call: _Call, body: bytes, thread: str) -> int | None:
+        """How many bytes the request holds that its session's last counted request did not,
+        when they may hold a text the thread's view clamps (more of them than the clamp has
+        characters: a character is at least a byte); None when they cannot."""
+        clamp = self.admitter.clamp_chars(thread) if self.admitter is not None else None
+        if clamp is None or len(body) <= clamp:
+            return None
+        model = leading_model(body)
+        meter = self.meters.get(self._key(call, model)) if model is not None else None
+        arrived = meter.new_bytes(body) if meter is not None else None
+        if arrived is None:
+            return len(body)  # nothing to compare with: all of it may be new
+        return arrived if arrived > clamp else None
 
     def _key(self, call: _Call, model: str) -> str:
         # One meter per model: Claude Code's side calls (a title, a quota check on a small
@@ -886,12 +901,6 @@ def _may_be_binding(call: _Call, upstream: aiohttp.ClientResponse) -> bool:
 
 def _dumps(document: Mapping[str, Any]) -> bytes:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _may_clamp(clamp: int | None, body: bytes) -> bool:
-    """Whether the request may hold a text the view clamps: one longer than the clamp
-    cannot fit in fewer bytes."""
-    return clamp is not None and len(body) > clamp
 
 
 def _json_object(body: bytes) -> Mapping[str, Any] | None:

@@ -13,6 +13,7 @@ from typing import Any
 from condensate.core.tokens import MESSAGE_OVERHEAD, Counter
 from condensate.gateway.binding import canonical_digest
 from condensate.gateway.bound import bound as bytes_bound
+from condensate.gateway.bound import changed
 
 
 def credential_of(headers: Mapping[str, str]) -> str:
@@ -143,6 +144,14 @@ class SessionMeter:
         if self.anchor is None or self.prior is None:
             return None
         return bytes_bound(self.prior, self.anchor, body)
+
+    def new_bytes(self, body: bytes) -> int | None:
+        """How many bytes of ``body`` are not in the prefix and suffix it shares with the last
+        counted request (None: no such request's own bytes to compare with)."""
+        if self.prior is None:
+            return None
+        start, end = changed(self.prior, body)
+        return end - start
 
     def conversation_tokens(self, sent: Sent) -> int:
         return sum(sent.counts)

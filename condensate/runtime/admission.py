@@ -151,7 +151,8 @@ def reset_cut(thread: Thread) -> ResetCut | None:
 async def caught_up(thread: Thread, newest: NewestResult | None) -> None:
     """Wait (a little) until the log holds the request's newest tool result, when the view
     may show it otherwise: an agent's ``condense`` result (the reset it settles cuts this very
-    request), or an output large enough to be paged or clamped. Any other request goes on at once (a
+    request), or an output large enough to be paged or clamped, or a call whose argument is
+    (the call is logged before its result). Any other request goes on at once (a
     subagent's results, which the log never holds, would only wait)."""
     if newest is None:
         return
@@ -160,7 +161,7 @@ async def caught_up(thread: Thread, newest: NewestResult | None) -> None:
     # A token is at least a character: an output of fewer characters than the cap fits it.
     pages = spec.output_cap is not None and newest.chars > spec.output_cap
     clamp = thread.projection.clamp_chars
-    if settles or pages or (clamp is not None and newest.chars > clamp):
+    if settles or pages or (clamp is not None and max(newest.chars, newest.arrived) > clamp):
         await _caught_up(thread, [newest.call_id])
 
 

@@ -34,11 +34,16 @@ class Clamps:
 
 @dataclass(frozen=True)
 class NewestResult:
-    """The last tool result a request carries: its call, that call's tool, and its size."""
+    """The last tool result a request carries: its call, that call's tool, its size, and how
+    much arrived with it."""
 
     call_id: str
     tool: str
     chars: int
+    arrived: int = 0
+    """Bytes of the request that its session's last counted one did not hold (the newest
+    result and the call it answers among them): a character takes at least a byte, so
+    nothing new is longer than this."""
 
 
 @dataclass(frozen=True)

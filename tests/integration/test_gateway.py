@@ -576,31 +576,37 @@ class Lagging(Cleared):
     chars: int = 0
     logged: dict[str, str] = field(default_factory=dict)
     """What the view shows once the log caught up."""
-    waited: list[str] = field(default_factory=list)
+    asked: list[NewestResult] = field(default_factory=list)
+
+    @property
+    def waited(self) -> list[str]:
+        return [n.call_id for n in self.asked]
 
     def clamp_chars(self, thread_id: str) -> int | None:
         return self.chars
 
     async def caught_up(self, thread_id: str, newest: NewestResult | None) -> None:
         if newest is not None:
-            self.waited.append(newest.call_id)
+            self.asked.append(newest)
             await anyio.sleep(0.05)
             self.cleared.update(self.logged)
 
 
-def ran(output: str) -> list[dict[str, Any]]:
-    """A conversation whose newest block is a Bash call's ``output``."""
-    return [
-        user("count"),
-        {
-            "role": "assistant",
-            "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}],
-        },
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": output}],
-        },
-    ]
+def ran(output: str, command: str = "", more: int = 0) -> list[dict[str, Any]]:
+    """A conversation whose newest block is the result of a Bash call of ``command``: its
+    ``output``, after ``more`` short calls and results."""
+    messages = [user("count")]
+    for i in range(more + 1):
+        last = i == more
+        call = {"command": command if last else "true"}
+        use = {"type": "tool_use", "id": f"toolu_{i + 1}", "name": "Bash", "input": call}
+        result = {
+            "type": "tool_result",
+            "tool_use_id": use["id"],
+            "content": output if last else "ok",
+        }
+        messages += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    return messages
 
 
 async def test_a_result_past_the_clamp_waits_for_the_log_and_goes_on_clamped(
@@ -617,6 +623,42 @@ async def test_a_result_past_the_clamp_waits_for_the_log_and_goes_on_clamped(
     [seen] = fake.requests
     assert seen.body["messages"][2]["content"][0]["content"] == "head [clamped] tail"
     assert admitter.waited == ["toolu_1"]
+
+
+async def test_a_request_that_adds_less_than_the_clamp_goes_on_without_waiting(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """The session's first request is read for its newest result (nothing to compare it
+    with); the next, which adds fewer bytes than the clamp has characters to the one the
+    provider counted, holds nothing new the view clamps: it goes on at once."""
+    fake.queue(Text("one"), Text("two"))
+    admitter = Lagging({}, chars=1_000)
+    async with serving(upstream_for(fake), admitter=admitter) as served:
+        key = served.key()
+        for more in (0, 1):
+            answer = await post(http, served.anthropic(), claude_body(ran("ok", more=more)), key)
+            assert answer.status == 200
+    assert len(fake.requests) == 2
+    assert admitter.waited == ["toolu_1"]
+
+
+async def test_a_call_whose_argument_is_past_the_clamp_waits_for_the_log(
+    fake: FakeModelServer, http: aiohttp.ClientSession
+) -> None:
+    """A short result whose call carries an argument longer than the clamp (a file written
+    whole): the request says how much arrived with it, so the log is waited for before the
+    call is shown as the view clamps it."""
+    fake.queue(Text("one"), Text("two"))
+    admitter = Lagging({}, chars=1_000)
+    async with serving(upstream_for(fake), admitter=admitter) as served:
+        key = served.key()
+        await post(http, served.anthropic(), claude_body(ran("ok", more=0)), key)
+        body = claude_body(ran("written", command="cat > f <<EOF\n" + "x" * 3_000, more=1))
+        answer = await post(http, served.anthropic(), body, key)
+    assert answer.status == 200
+    assert admitter.waited == ["toolu_1", "toolu_2"]
+    assert admitter.asked[-1].chars == len("written")
+    assert admitter.asked[-1].arrived > 3_000
 
 
 async def test_a_request_shorter_than_the_clamp_goes_on_without_waiting(
