@@ -15,6 +15,12 @@ both see the same machine load:
   with the person's own key: also read against the session's log (what goes past it is
   logged) on every request.
 
+With ``--history N`` the session is a long one: each request carries N exchanges (a Bash
+call and its output of about 1.5 KB, each different) after the CLI's first message, and each
+pair of requests one exchange more, as a session that goes on; the three arms send the same
+body in a pair. N = 150 with 100 pairs stays under Claude Code's line (200,000 tokens less the
+reserve), so no window is taken: only the latency is measured.
+
 A request is timed from sending it to reading the last byte of its stream; each is followed
 by a 5 ms pause, as a CLI runs tools between its requests. Added latency =
 the gateway's median (p99) less the direct median (p99); the median of the per-pair
@@ -23,6 +29,7 @@ differences is reported too. Target: at most 2 ms added at the median.
     python benchmarks/gateway_latency.py                # a table
     python benchmarks/gateway_latency.py --json         # one JSON object
     python benchmarks/gateway_latency.py --requests 20  # CI
+    python benchmarks/gateway_latency.py --history 150 --requests 100   # a long session
 """
 
 from __future__ import annotations
@@ -105,6 +112,30 @@ async def first_turn(
     raise RuntimeError(msg)
 
 
+def exchange(k: int) -> list[dict[str, Any]]:
+    """The ``k``th Bash call of a long session and its output (about 1.5 KB, its own)."""
+    use = {
+        "type": "tool_use",
+        "id": f"toolu_h{k}",
+        "name": "Bash",
+        "input": {"command": f"cat src/m{k}.py"},
+    }
+    lines = "".join(f"def f{k}_{j}(x):\n    return x * {k * 31 + j} + {j}\n" for j in range(36))
+    result = {"type": "tool_result", "tool_use_id": use["id"], "content": lines}
+    return [
+        {"role": "assistant", "content": [{"type": "text", "text": f"Reading m{k}."}, use]},
+        {"role": "user", "content": [result]},
+    ]
+
+
+def with_history(sent: dict[str, Any], exchanges: int) -> bytes:
+    """The CLI's recorded request with ``exchanges`` exchanges after its first message."""
+    body = dict(sent)
+    history = [m for k in range(exchanges) for m in exchange(k)]
+    body["messages"] = [*sent["messages"], *history]
+    return json.dumps(body).encode()
+
+
 async def timed(
     session: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str]
 ) -> float:
@@ -117,7 +148,7 @@ async def timed(
     return time.perf_counter() - started
 
 
-async def measure(requests: int, work: Path) -> dict[str, Any]:
+async def measure(requests: int, work: Path, history: int = 0) -> dict[str, Any]:
     async with fake_process() as fake_url:
         home = work / "home"
         home.mkdir()
@@ -133,7 +164,7 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
                         r for r in (await answer.json())["requests"] if r["endpoint"] == "messages"
                     ]
                 sent = recorded[0]
-                body = json.dumps(sent["body"]).encode()
+                body = with_history(sent["body"], history)
                 headers = {k: v for k, v in sent["headers"].items() if k.lower() not in HOP}
                 direct_url = f"{fake_url}{sent['path']}"
                 gateway_url = f"{daemon.url}/gateway/anthropic{sent['path']}"
@@ -155,7 +186,9 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
                 direct: list[float] = []
                 through: list[float] = []
                 person: list[float] = []
-                for _ in range(requests):
+                for n in range(requests):
+                    if history:
+                        body = with_history(sent["body"], history + n + 1)
                     direct.append(await timed(session, direct_url, body, direct_headers))
                     await asyncio.sleep(GAP)
                     through.append(await timed(session, gateway_url, body, gateway_headers))
@@ -169,6 +202,8 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
     ours, theirs, own = summary(through), summary(direct), summary(person)
     return {
         "request_bytes": len(body),
+        "cli_request_bytes": len(json.dumps(sent["body"]).encode()),
+        "history_exchanges": history,
         "direct": theirs,
         "gateway": ours,
         "attached": own,
@@ -185,9 +220,9 @@ async def measure(requests: int, work: Path) -> dict[str, Any]:
     }
 
 
-def run(requests: int) -> dict[str, Any]:
+def run(requests: int, history: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="condensate-gateway-latency-") as tmp:
-        measured = asyncio.run(measure(requests, Path(tmp)))
+        measured = asyncio.run(measure(requests, Path(tmp), history))
     return {
         "benchmark": "gateway_latency",
         "command": shlex.join(["python", *sys.argv]),
@@ -207,7 +242,9 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"gateway_latency: {report['requests']} streamed requests each way, "
-            f"{report['request_bytes']:,} bytes (a real Claude Code request); python "
+            f"{report['request_bytes']:,} bytes (a real Claude Code request, "
+            f"{report['history_exchanges']} earlier exchanges and one more a pair; the last "
+            "request's size); python "
             f"{report['machine']['python']}, {report['machine']['cpu_count']} cpus; "
             f"{report['command']}",
             f"  direct   median {d['median_ms']} ms, p99 {d['p99_ms']} ms (min {d['min_ms']})",
@@ -225,10 +262,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--requests", type=int, default=REQUESTS, help="requests each way")
+    parser.add_argument(
+        "--history", type=int, default=0, help="earlier exchanges each request carries"
+    )
     args = parser.parse_args(argv)
     if args.requests < 1:
         parser.error("--requests must be at least 1")
-    report = run(args.requests)
+    if args.history < 0:
+        parser.error("--history must be at least 0")
+    report = run(args.requests, args.history)
     print(json.dumps(report, indent=2) if args.json else table(report))
     return 0
 

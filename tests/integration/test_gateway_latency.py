@@ -40,3 +40,23 @@ def test_gateway_latency_prints_one_consistent_json_report() -> None:
     assert abs(report["attached_added_median_ms"] - attached) < 0.01
     # The CLI's first call, five warm-ups and the five timed requests, each logged.
     assert report["calls_logged"] >= 1 + 5 + 5
+
+
+def test_gateway_latency_times_a_long_session_that_goes_on() -> None:
+    """``--history 20 --requests 3``: every request carries the 20 earlier exchanges and one
+    more each pair (the last one 23, about 1.5 KB each beyond the CLI's own request), and
+    each arm answers every one (a refusal or a held request fails the run)."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--json", "--requests", "3", "--history", "20"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["history_exchanges"] == 20
+    assert report["request_bytes"] - report["cli_request_bytes"] > 23 * 1_500
+    for side in ("direct", "gateway", "attached"):
+        assert report[side]["median_ms"] > 0
