@@ -466,6 +466,7 @@ class Gateway:
         view applied), or Condensate's own reply when the runtime ends the CLI's turn."""
         admitter, thread, api = self.admitter, call.grant.thread_id, call.api
         document: Mapping[str, Any] | None = None
+        parsed: Mapping[str, Any] | None = None  # read for its newest result only
         compacting = False
         if admitter is not None and admitter.rewrites(thread):
             body = _without_notices(api, body)
@@ -490,7 +491,7 @@ class Gateway:
         rewrite = _Rewrite(shown, cut, clamped)
         if cut is None and document is None and self._surely_under(call, body, rewrite, gate):
             call.later = call.own = body
-        elif document is not None or (document := _json_object(body)) is not None:
+        elif document is not None or (document := parsed or _json_object(body)) is not None:
             admitted = await self._admit(call, document, body, rewrite, gate)
             if isinstance(admitted, web.Response):
                 return admitted
