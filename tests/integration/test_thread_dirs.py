@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,13 @@ def sleeper(tmp_path: Path) -> Iterator[Path]:
     used = thread_dir(home, "codex", "t-running")
     process = subprocess.Popen(["sleep", "60"], env={**os.environ, "CODEX_HOME": str(used)})
     try:
+        # Popen returns once the child has begun exec, before the kernel has laid out its new
+        # environment: /proc shows it empty for that moment.
+        deadline = time.monotonic() + 10
+        environ = Path(f"/proc/{process.pid}/environ")
+        while b"CODEX_HOME=" not in environ.read_bytes():
+            assert time.monotonic() < deadline, "the sleeper's environment never showed"
+            time.sleep(0.01)
         yield used
     finally:
         process.kill()
