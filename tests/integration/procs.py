@@ -3,6 +3,7 @@ after it died."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 
@@ -52,3 +53,14 @@ def environ_of(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes()
     pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
     return {k.decode(): v.decode(errors="replace") for k, v in pairs}
+
+
+def exec_laid_out(pid: int, marker: str, timeout: float = 10.0) -> None:
+    """Wait until the program ``pid`` runs shows ``marker`` in its environment. Popen returns
+    once exec has begun, before the kernel lays out the new program's arguments and
+    environment: /proc shows both empty for that moment."""
+    deadline = time.monotonic() + timeout
+    environ = Path(f"/proc/{pid}/environ")
+    while marker.encode() not in environ.read_bytes():
+        assert time.monotonic() < deadline, f"pid {pid}'s environment never showed {marker}"
+        time.sleep(0.01)

@@ -16,6 +16,7 @@ import pytest
 from benchmarks import soak_checks as checks
 from benchmarks.crash_soak import BOUNDARIES, CHECKS
 from tests.integration.daemon import REPO
+from tests.integration.procs import exec_laid_out
 
 KILLS = 20
 SEED = 20261201
@@ -131,6 +132,7 @@ def test_a_cli_child_is_found_and_seen_to_die(tmp_path: Path) -> None:
     mark = str(tmp_path / "home" / "codex" / "t-1")
     child = subprocess.Popen([str(codex), "30"], env={**os.environ, "CODEX_HOME": mark})
     try:
+        exec_laid_out(child.pid, "CODEX_HOME=")
         found = [p for p in checks.cli_descendants(os.getpid()) if p.pid == child.pid]
         assert len(found) == 1
         assert checks.alive(found[0])

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from condensate import statedir
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.daemon import DaemonProcess
+from tests.integration.procs import exec_laid_out
 
 
 def thread_dir(home: Path, name: str, thread: str) -> Path:
@@ -35,13 +35,7 @@ def sleeper(tmp_path: Path) -> Iterator[Path]:
     used = thread_dir(home, "codex", "t-running")
     process = subprocess.Popen(["sleep", "60"], env={**os.environ, "CODEX_HOME": str(used)})
     try:
-        # Popen returns once the child has begun exec, before the kernel has laid out its new
-        # environment: /proc shows it empty for that moment.
-        deadline = time.monotonic() + 10
-        environ = Path(f"/proc/{process.pid}/environ")
-        while b"CODEX_HOME=" not in environ.read_bytes():
-            assert time.monotonic() < deadline, "the sleeper's environment never showed"
-            time.sleep(0.01)
+        exec_laid_out(process.pid, "CODEX_HOME=")
         yield used
     finally:
         process.kill()
@@ -76,6 +70,7 @@ def test_a_path_below_a_thread_dir_in_an_environment_keeps_it(tmp_path: Path) ->
     env = {**os.environ, "SOME_CONFIG": str(used / "projects" / "-work")}
     with subprocess.Popen(["sleep", "60"], env=env) as process:
         try:
+            exec_laid_out(process.pid, "SOME_CONFIG=")
             assert statedir.clear_thread_dirs(home, ["claude"]) == []
         finally:
             process.kill()
