@@ -56,10 +56,11 @@ def nowhere() -> str:
 
 
 async def a_turn(
-    fake: FakeModelServer, tmp_path: Path, url: str, model: str
+    fake: FakeModelServer, tmp_path: Path, url: str, model: str, heard: Receiver | None = None
 ) -> tuple[str, list[dict[str, Any]]]:
     """A thread of two model calls on a daemon reporting to ``url``: its id, and its log once
-    its turn ended."""
+    its turn ended; with ``heard``, once that receiver also got a report of each call (the
+    daemon still running: the last call's report may be posted after the turn ended)."""
     home = tmp_path / "home"
     await anyio.Path(home).mkdir(parents=True)
     fake.queue(ToolCalls([Call("read", {"path": "a.txt"})]), Text("done"), model=model)
@@ -72,6 +73,10 @@ async def a_turn(
             events = await wait_for(
                 session, daemon, created["id"], lambda e: e["kind"] == "turn.ended"
             )
+            counts = [e for e in events if e["kind"] == "model.usage"]
+            with anyio.fail_after(10):
+                while heard is not None and len(heard.reports) < len(counts):  # noqa: ASYNC110
+                    await anyio.sleep(0.05)  # posts arrive on their own
             return str(created["id"]), events
 
 
@@ -81,11 +86,8 @@ async def test_each_model_call_is_reported_in_order(
     """Two calls, two reports, in seq order, each with the call's count (as logged) and the
     thread's usage against its line, ceiling and window; the model named as the thread names
     it (and the metrics do)."""
-    thread, events = await a_turn(fake, tmp_path, receiver.url, "claude-hook-1")
+    thread, events = await a_turn(fake, tmp_path, receiver.url, "claude-hook-1", receiver)
     counts = [e for e in events if e["kind"] == "model.usage"]
-    with anyio.fail_after(10):
-        while len(receiver.reports) < len(counts):  # noqa: ASYNC110 - posts arrive on their own
-            await anyio.sleep(0.05)
     assert [r["seq"] for r in receiver.reports] == [e["seq"] for e in counts]
     for report, count in zip(receiver.reports, counts, strict=True):
         assert report["call"]["input"] == count["input"]
@@ -102,10 +104,8 @@ async def test_a_receiver_that_refuses_or_is_gone_slows_no_thread(
     """A receiver answering 500, and an address nothing listens on: the turn completes as
     it would, every report offered."""
     receiver.status = 500
-    _, events = await a_turn(fake, tmp_path / "refused", receiver.url, "claude-hook-2")
+    _, events = await a_turn(fake, tmp_path / "refused", receiver.url, "claude-hook-2", receiver)
     assert events[-1]["outcome"] == "completed"
-    with anyio.fail_after(10):
-        while len(receiver.reports) < 2:  # noqa: ASYNC110 - posts arrive on their own
-            await anyio.sleep(0.05)
+    assert len(receiver.reports) == 2
     _, events = await a_turn(fake, tmp_path / "gone", nowhere(), "claude-hook-3")
     assert events[-1]["outcome"] == "completed"
