@@ -10,13 +10,13 @@ from pathlib import Path
 
 import anyio
 
-from condensate.engine import ThreadSpec
 from condensate.events import AssistantMessage, ToolCall, ToolResult
 from condensate.runtime import Runtime
 from condensate.runtime.gateway_port import NewestResult
 from condensate.runtime.thread import Thread
 from condensate.testing.fake_model import FakeModelServer
 from tests.integration.harness import runtime_on
+from tests.integration.test_attached import attached
 
 AT = datetime(2026, 12, 5, tzinfo=UTC)
 LOGGED_AFTER = 0.3
@@ -24,14 +24,8 @@ LOGGED_AFTER = 0.3
 
 async def session(runtime: Runtime, tmp_path: Path) -> Thread:
     """A thread whose log nobody else writes (a person's session, not yet heard)."""
-    spec = ThreadSpec(
-        engine="claude",
-        model="anthropic:claude-opus-5-5",
-        cwd=str(tmp_path),
-        brief="",
-        attached="managed",
-    )
-    return await runtime.create(spec)
+    thread, _ = await attached(runtime, tmp_path)
+    return thread
 
 
 async def waited(runtime: Runtime, thread: Thread, newest: NewestResult) -> float:

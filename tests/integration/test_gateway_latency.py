@@ -8,18 +8,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "gateway_latency.py"
 
 
-def test_gateway_latency_prints_one_consistent_json_report() -> None:
-    """``gateway_latency.py --json --requests 5`` exits 0 and prints one JSON object: both
-    sides timed with positive medians no larger than their p99s, the added figures their
-    differences (a person's own session through the pass in its base URL too), and every
-    gateway request logged on the thread as a call."""
+def measured(*options: str) -> dict[str, Any]:
+    """The benchmark's JSON report, run as CI runs it with ``options``."""
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--json", "--requests", "5"],
+        [sys.executable, str(SCRIPT), "--json", *options],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -27,7 +25,16 @@ def test_gateway_latency_prints_one_consistent_json_report() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def test_gateway_latency_prints_one_consistent_json_report() -> None:
+    """``gateway_latency.py --json --requests 5`` exits 0 and prints one JSON object: both
+    sides timed with positive medians no larger than their p99s, the added figures their
+    differences (a person's own session through the pass in its base URL too), and every
+    gateway request logged on the thread as a call."""
+    report = measured("--requests", "5")
     assert report["benchmark"] == "gateway_latency"
     assert report["requests"] == 5
     assert report["request_bytes"] > 10_000  # a real Claude Code request
@@ -46,16 +53,7 @@ def test_gateway_latency_times_a_long_session_that_goes_on() -> None:
     """``--history 20 --requests 3``: every request carries the 20 earlier exchanges and one
     more each pair (the last one 23, about 1.5 KB each beyond the CLI's own request), and
     each arm answers every one (a refusal or a held request fails the run)."""
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--json", "--requests", "3", "--history", "20"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = measured("--requests", "3", "--history", "20")
     assert report["history_exchanges"] == 20
     assert report["request_bytes"] - report["cli_request_bytes"] > 23 * 1_500
     for side in ("direct", "gateway", "attached"):
